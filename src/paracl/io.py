@@ -183,9 +183,7 @@ class ShardedWriter:
     directory onto `path` in one rename.
     """
 
-    def __init__(
-        self, path: str | Path, schema: pa.Schema, key: str, metadata: dict | None = None
-    ):
+    def __init__(self, path: str | Path, schema: pa.Schema, key: str, metadata: dict | None = None):
         self.path = Path(path)
         self.schema = schema
         self.metadata = metadata

@@ -116,9 +116,18 @@ def convert_gguf(gguf_file: Path, out_dir: Path) -> None:
 
     log.info("converting %s to safetensors under %s (once)", gguf_file, out_dir)
     tokenizer = AutoTokenizer.from_pretrained(gguf_file.parent, gguf_file=gguf_file.name)
-    model = AutoModelForCausalLM.from_pretrained(
+    loaded = AutoModelForCausalLM.from_pretrained(
         gguf_file.parent, gguf_file=gguf_file.name, dtype=torch.float32
     )
+    # A model loaded from GGUF is flagged as quantised and refuses save_pretrained; its
+    # weights are already de-quantised fp32, so copy them into a plain model of the same
+    # config and save that.
+    config = loaded.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict())
+    model.tie_weights()
     with atomic_dir(out_dir) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)

@@ -54,7 +54,9 @@ def select(registry: list[SourceFile], sources: list[str]) -> list[SourceFile]:
     known = sorted({f.source for f in registry})
     unknown = [s for s in sources if s not in known]
     if unknown:
-        raise FetchError(f"fetch.sources: unknown source {unknown[0]!r} (known: {', '.join(known)})")
+        raise FetchError(
+            f"fetch.sources: unknown source {unknown[0]!r} (known: {', '.join(known)})"
+        )
     return [f for f in registry if f.source in sources]
 
 
@@ -65,7 +67,9 @@ def resolve_mirror(param: str | None) -> Path | None:
         return None
     mirror = Path(value).expanduser()
     if not mirror.is_dir():
-        raise FetchError(f"data mirror {mirror} is not a directory (PARACL_DATA_MIRROR / fetch.mirror)")
+        raise FetchError(
+            f"data mirror {mirror} is not a directory (PARACL_DATA_MIRROR / fetch.mirror)"
+        )
     return mirror
 
 

@@ -1,0 +1,99 @@
+"""Atomic writes, schema-checked reads and resumable shards."""
+
+import json
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from paracl import io
+from paracl.io import ArtifactError, ShardedWriter
+
+SCHEMA = pa.schema([("id", pa.string()), ("n", pa.int32())])
+
+
+def frame(n: int, start: int = 0) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"id": [f"s{i}" for i in range(start, start + n)], "n": range(start, start + n)}
+    )
+
+
+def test_write_then_read_round_trip_with_metadata(tmp_path):
+    path = tmp_path / "a" / "x.parquet"
+    io.write_parquet(frame(3), path, SCHEMA, metadata={"stand_in": True})
+    back = io.read_parquet(path, SCHEMA)
+    assert back["id"].tolist() == ["s0", "s1", "s2"]
+    assert io.read_metadata(path) == {"stand_in": True}
+    assert [p.name for p in path.parent.iterdir()] == ["x.parquet"]  # no temp files left
+
+
+def test_same_frame_gives_same_bytes(tmp_path):
+    io.write_parquet(frame(5), tmp_path / "a.parquet", SCHEMA)
+    io.write_parquet(frame(5), tmp_path / "b.parquet", SCHEMA)
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+
+
+def test_failed_write_keeps_the_old_file(tmp_path):
+    path = tmp_path / "x.json"
+    io.write_json({"ok": 1}, path)
+    with pytest.raises(RuntimeError):
+        with io.atomic_path(path) as tmp:
+            tmp.write_text("half")
+            raise RuntimeError("crash mid-write")
+    assert json.loads(path.read_text()) == {"ok": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json"]
+
+
+def test_read_names_file_and_column_on_schema_mismatch(tmp_path):
+    path = tmp_path / "x.parquet"
+    other = pa.schema([("id", pa.string()), ("n", pa.string())])
+    io.write_parquet(pd.DataFrame({"id": ["a"], "n": ["b"]}), path, other)
+    with pytest.raises(ArtifactError, match=r"x.parquet: column 'n' is string, expected int32"):
+        io.read_parquet(path, SCHEMA)
+    with pytest.raises(ArtifactError, match="not found"):
+        io.read_parquet(tmp_path / "missing.parquet", SCHEMA)
+    (tmp_path / "junk.parquet").write_text("not parquet")
+    with pytest.raises(ArtifactError, match="not a readable Parquet file"):
+        io.read_parquet(tmp_path / "junk.parquet", SCHEMA)
+
+
+def test_sharded_writer_resumes_and_is_deterministic(tmp_path):
+    out = tmp_path / "art"
+    writer = ShardedWriter(out, SCHEMA, key="k1")
+    writer.write(0, frame(2))
+    # "crash" here; a rerun with the same key sees shard 0 as done
+    rerun = ShardedWriter(out, SCHEMA, key="k1")
+    assert rerun.done(0) and not rerun.done(1)
+    rerun.write(1, frame(2, start=2))
+    manifest = rerun.finalize(2)
+    assert manifest["rows"] == 4 and len(manifest["shards"]) == 2
+    assert io.read_parquet(out, SCHEMA)["n"].tolist() == [0, 1, 2, 3]
+    assert not list(tmp_path.glob("art.partial-*"))
+
+    clean = tmp_path / "clean"
+    w = ShardedWriter(clean, SCHEMA, key="k1")
+    w.write(0, frame(2))
+    w.write(1, frame(2, start=2))
+    assert w.finalize(2) == manifest
+
+
+def test_sharded_writer_drops_shards_of_another_config(tmp_path):
+    out = tmp_path / "art"
+    ShardedWriter(out, SCHEMA, key="old").write(0, frame(2))
+    fresh = ShardedWriter(out, SCHEMA, key="new")
+    assert not fresh.done(0)
+    assert not (tmp_path / "art.partial-old").exists()
+    with pytest.raises(ArtifactError, match="shard 0 of 1 was never written"):
+        fresh.finalize(1)
+
+
+def test_iter_batches_streams_all_rows(tmp_path):
+    path = tmp_path / "x.parquet"
+    io.write_parquet(frame(25), path, SCHEMA)
+    sizes = [len(b) for b in io.iter_batches(path, batch_size=10, schema=SCHEMA)]
+    assert sizes == [10, 10, 5]
+
+
+def test_fingerprint_is_order_independent_for_dicts():
+    assert io.fingerprint({"a": 1, "b": 2}) == io.fingerprint({"b": 2, "a": 1})
+    assert io.fingerprint({"a": 1}) != io.fingerprint({"a": 2})
