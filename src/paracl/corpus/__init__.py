@@ -1,0 +1,11 @@
+"""The corpus stage: raw Wikipedia text → clean, filtered, tokenised sentences.
+
+readers (Wiki-40B text, plain text, JaQuAD JSON) → segment (Moses rules /
+ja_sentence_segmenter) → tokenize (Moses / MeCab+IPAdic) → length filter, dedup,
+langdetect, reproducible cap (pipeline). See pipeline.py for the order and why.
+"""
+
+from paracl.corpus.pipeline import CorpusConfig, prepare_corpus
+from paracl.corpus.readers import Document, ReadStats, read_documents
+
+__all__ = ["CorpusConfig", "Document", "ReadStats", "prepare_corpus", "read_documents"]

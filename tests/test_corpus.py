@@ -1,0 +1,237 @@
+"""Unit tests of the corpus pieces: sentence splitting, tokenising, langdetect, readers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from paracl.corpus import langid, segment, tokenize
+from paracl.corpus.readers import ReadStats, read_documents
+from paracl.stage import InputError
+
+# --- sentence splitting -------------------------------------------------------------
+
+
+def test_english_split_follows_moses_rules():
+    text = (
+        "Mr. Smith went to Washington yesterday. He met Dr. Brown there! "
+        "See No. 5 for details. Was it late? Yes."
+    )
+    assert segment.split_sentences(text, "en") == [
+        "Mr. Smith went to Washington yesterday.",
+        "He met Dr. Brown there!",
+        "See No. 5 for details.",
+        "Was it late?",
+        "Yes.",
+    ]
+
+
+def test_english_split_keeps_lowercase_continuation_and_splits_lines():
+    # "e.g. the" does not start a sentence (lower case); a newline always ends one.
+    text = "Some fruits, e.g. apples, are red. Others are not\nA new line starts here."
+    assert segment.split_sentences(text, "en") == [
+        "Some fruits, e.g. apples, are red.",
+        "Others are not",
+        "A new line starts here.",
+    ]
+
+
+def test_japanese_split_keeps_brackets_and_joins_tail_no():
+    text = "彼は「はい。そうです。」と言った。本当ですか？はい！\n東京の\n大学に行った。"
+    assert segment.split_sentences(text, "ja") == [
+        "彼は「はい。そうです。」と言った。",
+        "本当ですか？",
+        "はい！",
+        "東京の大学に行った。",
+    ]
+
+
+def test_japanese_split_drops_blank_lines():
+    assert segment.split_sentences("一文目。\n\n二文目。", "ja") == ["一文目。", "二文目。"]
+
+
+# --- tokenising ---------------------------------------------------------------------
+
+
+def test_moses_tokens_are_unescaped():
+    assert tokenize.tokenize("Tom & Jerry don't like 3.5 km, do they?", "en") == [
+        "Tom",
+        "&",
+        "Jerry",
+        "don",
+        "'t",
+        "like",
+        "3.5",
+        "km",
+        ",",
+        "do",
+        "they",
+        "?",
+    ]
+
+
+def test_mecab_ipadic_tokens():
+    assert tokenize.tokenize("東大寺の仏像を見た。", "ja") == [
+        "東大寺",
+        "の",
+        "仏像",
+        "を",
+        "見",
+        "た",
+        "。",
+    ]
+    assert "IPAdic" in tokenize.describe("ja")["dictionary"]
+
+
+# --- langdetect ---------------------------------------------------------------------
+
+
+def test_langdetect_is_seeded_and_order_independent():
+    langid.set_seed(7)
+    sentences = [
+        "The committee approved the new budget for the public library on Monday.",
+        "これは日本語の文です。",
+        "Der Ausschuss hat den neuen Haushalt genehmigt.",
+    ]
+    first = [langid.language_prob(s, "en") for s in sentences]
+    again = [langid.language_prob(s, "en") for s in reversed(sentences)][::-1]
+    assert first == again
+    assert first[0] >= 0.99
+    assert first[1] == 0.0
+    assert first[2] < 0.5
+    assert langid.language_prob("12345 !!!", "en") == 0.0  # no features: not an error
+
+
+# --- readers ------------------------------------------------------------------------
+
+
+def _read(path: Path, fmt: str) -> tuple[list, ReadStats]:
+    stats = ReadStats()
+    return list(read_documents(path, fmt, stats)), stats
+
+
+def test_text_reader_skips_undecodable_and_truncated_lines(tmp_path):
+    f = tmp_path / "wiki.txt"
+    f.write_bytes(b"First line.\r\n\n\xff\xfe broken bytes\nThird line.\nCut off mid-wo")
+    docs, stats = _read(f, "text")
+    assert [(d.doc_id, d.title, d.paragraphs) for d in docs] == [
+        ("wiki:1", "", ["First line."]),
+        ("wiki:4", "", ["Third line."]),
+    ]
+    assert stats.undecodable_lines == 1 and stats.undecodable_examples == [f"{f}:3"]
+    assert stats.truncated_final_lines == 1 and stats.truncated_examples == [f"{f}:5"]
+    assert (stats.files, stats.documents, stats.paragraphs) == (1, 2, 2)
+
+
+WIKI40B = """
+_START_ARTICLE_
+Tokyo
+_START_SECTION_
+History
+_START_PARAGRAPH_
+Tokyo was formerly named Edo._NEWLINE_It became the capital in 1868.
+_START_SECTION_
+Geography
+_START_PARAGRAPH_
+The city lies on Tokyo Bay.
+_START_ARTICLE_
+Osaka
+_START_PARAGRAPH_
+Osaka is a city in Japan.
+"""
+
+
+def test_wiki40b_reader_titles_paragraphs_and_ids(tmp_path):
+    f = tmp_path / "wiki40b.txt"
+    f.write_text(WIKI40B, encoding="utf-8")
+    docs, stats = _read(f, "wiki40b")
+    assert [(d.doc_id, d.title, d.paragraphs) for d in docs] == [
+        (
+            "wiki40b:0",
+            "Tokyo",
+            [
+                "Tokyo was formerly named Edo.",
+                "It became the capital in 1868.",
+                "The city lies on Tokyo Bay.",
+            ],
+        ),
+        ("wiki40b:1", "Osaka", ["Osaka is a city in Japan."]),
+    ]
+    assert stats.paragraphs == 4
+
+
+def _jaquad(path: Path, titles_contexts: list[tuple[str, list[str]]]) -> None:
+    data = [
+        {"title": t, "paragraphs": [{"context": c, "qas": []} for c in cs]}
+        for t, cs in titles_contexts
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": "JaQuAD-version-0.1.0", "data": data}), "utf-8")
+
+
+def test_jaquad_reader_walks_directory_in_order(tmp_path):
+    _jaquad(tmp_path / "train" / "b.json", [("奈良", ["奈良は古都である。\n\n大仏がある。"])])
+    _jaquad(tmp_path / "dev" / "a.json", [("京都", ["京都は寺が多い。"]), ("大阪", ["大阪。"])])
+    (tmp_path / "README.md").write_text("not json")
+    docs, stats = _read(tmp_path, "jaquad")
+    assert [(d.doc_id, d.title, d.paragraphs) for d in docs] == [
+        ("dev/a:0", "京都", ["京都は寺が多い。"]),
+        ("dev/a:1", "大阪", ["大阪。"]),
+        ("train/b:0", "奈良", ["奈良は古都である。\n\n大仏がある。"]),
+    ]
+    assert stats.files == 2
+
+
+# --- bad input ----------------------------------------------------------------------
+
+
+def _error(path: Path, fmt: str) -> str:
+    with pytest.raises(InputError) as err:
+        _read(path, fmt)
+    return str(err.value)
+
+
+def test_missing_and_empty_inputs(tmp_path):
+    assert "not found" in _error(tmp_path / "nope.txt", "text")
+    (tmp_path / "empty.txt").write_bytes(b"")
+    assert f"{tmp_path / 'empty.txt'}: corpus input is empty" in _error(
+        tmp_path / "empty.txt", "text"
+    )
+    (tmp_path / "d").mkdir()
+    assert "no *.json files" in _error(tmp_path / "d", "jaquad")
+    (tmp_path / "blank.txt").write_bytes(b"\n \n")
+    assert "no text could be read" in _error(tmp_path / "blank.txt", "text")
+    (tmp_path / "binary.txt").write_bytes(b"\xff\xfe\x00\n\x80\x81\n")
+    assert "no text could be read" in _error(tmp_path / "binary.txt", "text")
+
+
+def test_wrong_formats_name_file_and_line(tmp_path):
+    plain = tmp_path / "plain.txt"
+    plain.write_text("Just a sentence.\nAnother one.\n")
+    msg = _error(plain, "wiki40b")
+    assert msg.startswith(f"{plain}:1: not Wiki-40B text format")
+
+    w40 = tmp_path / "w40.txt"
+    w40.write_text(WIKI40B)
+    assert _error(w40, "text").startswith(f"{w40}:2: '_START_ARTICLE_' marker")
+
+    broken = tmp_path / "broken.txt"
+    broken.write_text("_START_ARTICLE_\nTitle\n_START_PARAGRAPH_\n_START_SECTION_\n")
+    assert _error(broken, "wiki40b").startswith(f"{broken}:4:")
+
+    notjson = tmp_path / "x.json"
+    notjson.write_text('{"data": [\n{"title": "a",\n oops}]}')
+    assert _error(notjson, "jaquad").startswith(f"{notjson}:3: not valid JSON")
+
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"rows": [1, 2]}))
+    assert "no top-level 'data' list" in _error(other, "jaquad")
+    other.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"text": "x"}]}]}))
+    assert "data[0].paragraphs[0]: no 'context' string" in _error(other, "jaquad")
+    assert "this is JSON, not text" in _error(other, "text")
+
+    badbytes = tmp_path / "bad.json"
+    badbytes.write_bytes(b'{"data": []\n,\xff}')
+    assert _error(badbytes, "jaquad").startswith(f"{badbytes}:2: undecodable bytes")
