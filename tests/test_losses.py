@@ -1,0 +1,97 @@
+"""Each loss against a value computed by hand on small tensors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+from paracl.training.losses import AdditiveMarginScaleLoss, WeightedHardNegativeLoss
+from paracl.training.losses.ebsim_triplet import EbsimTripletLoss, triplet_margin
+
+# unit vectors in 2-D: cosines are easy to write down
+A = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+P = torch.tensor(
+    [[0.6, 0.8], [0.8, 0.6]]
+)  # cos(a0,p0)=.6 cos(a0,p1)=.8 cos(a1,p0)=.8 cos(a1,p1)=.6
+N = torch.tensor([[1.0, 0.0], [0.0, 1.0]])  # cos(a0,n0)=1 cos(a0,n1)=0 cos(a1,n0)=0 cos(a1,n1)=1
+
+
+def _nll(pos: float, others: list[float]) -> float:
+    return -math.log(math.exp(pos) / (math.exp(pos) + sum(math.exp(o) for o in others)))
+
+
+def test_jcse_alpha_zero_drops_own_hard_negative_only():
+    t = 0.5
+    loss = WeightedHardNegativeLoss(temperature=t, alpha=0.0)(A, P, N)
+    # row 0: positives .6 (own), .8; hard negatives: own (1.0) weight 0, other (0.0) weight 1
+    row0 = _nll(0.6 / t, [0.8 / t, 0.0 / t])
+    row1 = _nll(0.6 / t, [0.8 / t, 0.0 / t])
+    assert loss.item() == pytest.approx((row0 + row1) / 2, rel=1e-5)
+
+
+def test_jcse_alpha_one_includes_own_hard_negative_and_equals_mnrl():
+    t = 0.5
+    loss = WeightedHardNegativeLoss(temperature=t, alpha=1.0)(A, P, N)
+    row = _nll(0.6 / t, [0.8 / t, 1.0 / t, 0.0 / t])
+    assert loss.item() == pytest.approx(row, rel=1e-5)
+    mnrl = MultipleNegativesRankingLoss(model=None, scale=1 / t)
+    assert loss.item() == pytest.approx(mnrl.compute_loss_from_embeddings([A, P, N], None).item())
+
+
+def test_jcse_alpha_weights_own_negative():
+    t = 1.0
+    loss = WeightedHardNegativeLoss(temperature=t, alpha=0.5)(A, P, N)
+    expected = -math.log(math.exp(0.6) / (math.exp(0.6) + math.exp(0.8) + 0.5 * math.e + 1.0))
+    assert loss.item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_additive_margin_by_hand():
+    m, s, g = 0.5, 2.0, 0.5
+    hard = torch.tensor([[1.0, 0.0]])  # cos(a0,h)=1, cos(a1,h)=0
+    loss = AdditiveMarginScaleLoss(margin=m, scale=s, gamma=g)(A, P, hard)
+    phi = math.acos(0.6)
+    pos = s * math.cos(phi + m)
+    row0 = -math.log(math.exp(pos) / (math.exp(pos) + math.exp(s * 0.8) + g * math.exp(s * 1.0)))
+    row1 = -math.log(math.exp(pos) / (math.exp(pos) + math.exp(s * 0.8) + g * math.exp(0.0)))
+    assert loss.item() == pytest.approx((row0 + row1) / 2, rel=1e-5)
+
+
+def test_additive_margin_zero_margin_no_hard_is_infonce():
+    loss = AdditiveMarginScaleLoss(margin=0.0, scale=3.0, gamma=1.0)(A, P, None)
+    mnrl = MultipleNegativesRankingLoss(model=None, scale=3.0)
+    assert loss.item() == pytest.approx(
+        mnrl.compute_loss_from_embeddings([A, P], None).item(), rel=1e-5
+    )
+
+
+def test_margin_makes_loss_larger():
+    small = AdditiveMarginScaleLoss(margin=0.0, scale=5.0)(A, P)
+    big = AdditiveMarginScaleLoss(margin=0.5, scale=5.0)(A, P)
+    assert big.item() > small.item()
+
+
+def test_ebsim_triplet_margin_by_hand():
+    xi_pos = torch.tensor([-0.2, -0.9])
+    xi_neg = torch.tensor([-0.7, -0.1])
+    # max(-0.7 + 0.2 + 1, 0) = 0.5 ; max(-0.1 + 0.9 + 1, 0) = 1.8
+    assert triplet_margin(xi_pos, xi_neg, 1.0).item() == pytest.approx((0.5 + 1.8) / 2)
+    assert triplet_margin(xi_pos, xi_neg, 0.0).item() == pytest.approx((0.0 + 0.8) / 2)
+
+
+def test_ebsim_heads_and_ablation():
+    torch.manual_seed(0)
+    hidden = torch.randn(3, 6, 8)
+    mask_a = torch.tensor([[0, 1, 1, 0, 0, 0]] * 3, dtype=torch.bool)
+    mask_b = torch.tensor([[0, 0, 0, 1, 1, 0]] * 3, dtype=torch.bool)
+    full = EbsimTripletLoss(8, ("ra", "aa"))
+    scores = full.scores(hidden, mask_a, mask_b)
+    assert set(scores) == {"ra", "aa"}
+    assert ((scores["ra"] <= 0) & (scores["ra"] >= -1)).all()  # xi_RA = -sigmoid
+    assert ((scores["aa"] >= 0) & (scores["aa"] <= 1)).all()
+    only_ra = EbsimTripletLoss(8, ("ra",))
+    assert set(only_ra.scores(hidden, mask_a, mask_b)) == {"ra"}
+    with pytest.raises(ValueError):
+        EbsimTripletLoss(8, ())

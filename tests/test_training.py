@@ -1,0 +1,284 @@
+"""Training on a tiny BERT: loss goes down, save/load round trip, stage end-to-end, bad input."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from paracl.io import ArtifactError, write_parquet
+from paracl.params import load_params
+from paracl.schemas import CORPUS
+from paracl.stage import InputError
+from paracl.training import objectives
+from paracl.training.data import load_examples
+from paracl.training.encoder import build_encoder, embed, save_encoder
+from paracl.training.trainer import TrainConfig, _embed_columns, train
+
+REPO = Path(__file__).resolve().parents[1]
+WORDS = "man woman cat dog plays runs guitar field kitchen city river sea sun onion".split()
+
+
+def _sentences(n: int, seed: int = 0) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=6)) + f" {i}" for i in range(n)]
+
+
+def _pairs(n: int) -> pd.DataFrame:
+    texts = _sentences(n)
+    return pd.DataFrame(
+        {
+            "id": [str(i) for i in range(n)],
+            "text": texts,
+            "paraphrase": [t.replace("man", "person") + " ." for t in texts],
+            "negative": [" ".join(reversed(t.split())) for t in texts],
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def st_tiny(tiny_bert):
+    return lambda pooling="mean": build_encoder(tiny_bert, pooling, max_seq_length=16)
+
+
+def test_training_lowers_loss(st_tiny):
+    model = st_tiny()
+    ex = load_examples_frame(_pairs(16))
+    obj = objectives.infonce(model, temperature=0.05, hard_negatives=False)
+
+    def eval_loss() -> float:
+        model.eval()
+        with torch.no_grad():
+            return obj.loss(_embed_columns(model, obj.columns(ex), model.device)).item()
+
+    before = eval_loss()
+    train(model, ex, obj, TrainConfig(lr=3e-3, epochs=4, batch_size=16, seed=0))
+    assert eval_loss() < before - 0.1
+
+
+def load_examples_frame(df: pd.DataFrame) -> pd.DataFrame:
+    from paracl.training.data import to_examples
+
+    return to_examples(df, "fixture")
+
+
+def test_grad_cache_trainer_equals_full_batch(st_tiny):
+    ex = load_examples_frame(_pairs(8))
+    runs = []
+    for mini in (None, 3):
+        model = st_tiny()
+        model[0].auto_model.config.hidden_dropout_prob = 0.0
+        for mod in model.modules():
+            if isinstance(mod, torch.nn.Dropout):
+                mod.p = 0.0
+        obj = objectives.weighted_hard_negatives(0.05, 0.0)
+        res = train(
+            model, ex, obj, TrainConfig(lr=1e-3, batch_size=8, mini_batch_size=mini, seed=0)
+        )
+        runs.append((res.losses[0], embed(model.eval(), ["a man plays"]).detach()))
+    assert runs[0][0] == pytest.approx(runs[1][0], rel=1e-4)
+    assert torch.allclose(runs[0][1], runs[1][1], atol=1e-4)
+
+
+def test_frozen_embeddings_stay_fixed(tiny_bert):
+    model = build_encoder(tiny_bert, "cls_mlp", max_seq_length=16, freeze_embeddings=True)
+    emb = model[0].auto_model.get_input_embeddings().weight
+    before, layer = emb.detach().clone(), model[0].auto_model.encoder.layer[0]
+    layer_before = layer.output.dense.weight.detach().clone()
+    ex = load_examples_frame(_pairs(8))
+    train(model, ex, objectives.infonce(model, 0.05, False), TrainConfig(lr=1e-3, batch_size=8))
+    assert torch.equal(emb, before)
+    assert not torch.equal(layer.output.dense.weight, layer_before)
+
+
+def test_save_load_round_trip(st_tiny, tmp_path):
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel
+
+    for pooling in ("mean", "cls_mlp"):
+        model = st_tiny(pooling).eval()
+        out = tmp_path / pooling
+        save_encoder(model, out)
+        texts = ["a man plays a guitar", "the cat sat"]
+        loaded = SentenceTransformer(str(out), device="cpu")
+        ref = SentenceTransformer(modules=[m for m in model][:2], device="cpu")  # MLP dropped
+        assert np.allclose(loaded.encode(texts), ref.encode(texts), atol=1e-6)
+        hf = AutoModel.from_pretrained(out).eval()
+        enc = loaded.tokenizer(texts, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            states = hf(**enc).last_hidden_state
+        if pooling == "mean":
+            m = enc["attention_mask"][..., None].float()
+            pooled = (states * m).sum(1) / m.sum(1)
+        else:
+            pooled = states[:, 0]
+        assert np.allclose(pooled.numpy(), loaded.encode(texts), atol=1e-5)
+
+
+def test_bad_inputs(tmp_path):
+    with pytest.raises(ArtifactError, match="not found"):
+        load_examples(tmp_path / "missing.parquet", None, 0)
+    df = _pairs(4)
+    df.loc[2, "paraphrase"] = "  "
+    df.to_parquet(tmp_path / "empty_str.parquet")
+    with pytest.raises(InputError, match="row 2 has an empty 'positive'"):
+        load_examples(tmp_path / "empty_str.parquet", None, 0)
+    _pairs(1).to_parquet(tmp_path / "one.parquet")
+    with pytest.raises(InputError, match="1 training examples"):
+        load_examples(tmp_path / "one.parquet", None, 0)
+    _pairs(0).to_parquet(tmp_path / "zero.parquet")
+    with pytest.raises(InputError, match="0 training examples"):
+        load_examples(tmp_path / "zero.parquet", None, 0)
+
+
+def test_nli_formats(tmp_path):
+    tsv = tmp_path / "nli.tsv"
+    tsv.write_text(
+        "entailment\tA man plays.\tSomeone plays.\n"
+        "contradiction\tA man plays.\tNobody plays.\n"
+        "neutral\tA man plays.\tA man plays well.\n"
+        "entailment\tA cat sits.\tAn animal sits.\n"
+        "contradiction\tA cat sits.\tA cat runs.\n",
+        encoding="utf-8",
+    )
+    ex = load_examples(tsv, None, 0)
+    assert ex.to_dict("records") == [
+        {"anchor": "A cat sits.", "positive": "An animal sits.", "negative": "A cat runs."},
+        {"anchor": "A man plays.", "positive": "Someone plays.", "negative": "Nobody plays."},
+    ]
+    pd.DataFrame(
+        {
+            "premise": ["p", "p", "q", "q"],
+            "hypothesis": ["e", "c", "e2", "c2"],
+            "label": [0, 2, 0, 2],
+        }
+    ).to_parquet(tmp_path / "nli.parquet")
+    assert load_examples(tmp_path / "nli.parquet", None, 0)["negative"].tolist() == ["c", "c2"]
+    tsv.write_text("neutral\ta\tb\nneutral\tc\td\n", encoding="utf-8")
+    with pytest.raises(InputError, match="no premise has both"):
+        load_examples(tsv, None, 0)
+
+
+# ---- the stage, end to end on fixtures --------------------------------------------------
+
+
+def _corpus(n_docs: int = 6) -> pd.DataFrame:
+    rows = []
+    for d in range(n_docs):
+        title = f"{WORDS[d]} {WORDS[d + 1]}"
+        for i, text in enumerate(_sentences(4, seed=d)):
+            text = f"the {WORDS[d]} {text}" if i == 0 else text
+            rows.append((f"{d}-{i}", str(d), title, text, text.split(), len(text.split()), "en"))
+    return pd.DataFrame(rows, columns=CORPUS.names)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory, tiny_bert):
+    root = tmp_path_factory.mktemp("stage")
+    (root / "data/ppdb").mkdir(parents=True)
+    (root / "data/negatives").mkdir(parents=True)
+    (root / "data/corpus").mkdir(parents=True)
+    (root / "data/raw/stsbenchmark").mkdir(parents=True)
+    pairs = _pairs(12)
+    pairs.to_parquet(root / "data/ppdb/pairs.parquet")
+    pairs[["id", "text", "negative"]].to_parquet(root / "data/negatives/negatives.parquet")
+    write_parquet(_corpus(), root / "data/corpus/sentences.parquet", CORPUS)
+    sts = [
+        f"g\tf\ty\t{i}\t{(i * 7) % 6}.0\t{a}\t{b}"
+        for i, (a, b) in enumerate(zip(_sentences(10, 1), _sentences(10, 2), strict=True))
+    ]
+    (root / "data/raw/stsbenchmark/sts-dev.csv").write_text("\n".join(sts) + "\n")
+    (root / "nli.tsv").write_text(
+        "".join(
+            f"entailment\t{s}\t{s} too\ncontradiction\t{s}\tnot {s}\n" for s in _sentences(6, 3)
+        )
+    )
+    params = load_params(REPO / "params.yaml")
+    cfg = params["train_contrastive"]
+    cfg.update(base_model=str(tiny_bert), max_examples=None, batch_size=4, epochs=1)
+    cfg["methods"] = {
+        "none": "data/raw/stsbenchmark/sts-dev.csv",
+        "simcse_unsup": "data/corpus/sentences.parquet",
+        "ppdb": "data/ppdb/pairs.parquet",
+        "jcse": "data/negatives/negatives.parquet",
+        "ams": "data/ppdb/pairs.parquet",
+        "ebsim": "data/corpus/sentences.parquet",
+        "simcse_sup": "nli.tsv",
+        "roundtrip": "data/roundtrip/pairs.parquet",
+    }
+    params["device"] = "cpu"
+    return root, params
+
+
+def _run_stage(workdir, method, monkeypatch) -> dict:
+    import stages_train_contrastive as stage  # noqa: F401 (imported below)
+
+    root, params = workdir
+    monkeypatch.chdir(root)
+    monkeypatch.setattr(sys, "argv", ["train_contrastive.py", method])
+    stage.main(params)
+    return json.loads((root / f"metrics/train/{method}.json").read_text())
+
+
+@pytest.fixture(autouse=True)
+def _stage_module(monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "stages_train_contrastive", REPO / "stages/train_contrastive.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(sys.modules, "stages_train_contrastive", module)
+
+
+@pytest.mark.parametrize(
+    "method", ["none", "simcse_unsup", "ppdb", "jcse", "ams", "ebsim", "simcse_sup"]
+)
+def test_stage_methods(workdir, method, monkeypatch):
+    from sentence_transformers import SentenceTransformer
+
+    metrics = _run_stage(workdir, method, monkeypatch)
+    root = workdir[0]
+    assert metrics["method"] == method
+    assert -100 <= metrics["dev_spearman"] <= 100
+    model = SentenceTransformer(str(root / "models/encoders" / method), device="cpu")
+    assert model.encode(["a man"]).shape == (1, 32)
+    if method != "none":
+        assert metrics["steps"] >= 1
+        assert (root / f"metrics/train/{method}/plots/metrics/train/loss.tsv").exists()
+        assert (root / f"metrics/train/{method}/curves.png").exists()
+    if method == "ebsim":
+        assert metrics["triples"]["token"] == 6
+
+
+@pytest.mark.parametrize("method", ["jcse", "ebsim"])
+def test_stage_is_deterministic(workdir, method, monkeypatch):
+    root = workdir[0]
+    first = _run_stage(workdir, method, monkeypatch)
+    weights = (root / f"models/encoders/{method}/model.safetensors").read_bytes()
+    assert _run_stage(workdir, method, monkeypatch) == first
+    assert (root / f"models/encoders/{method}/model.safetensors").read_bytes() == weights
+
+
+def test_stage_missing_input_names_artifact(workdir, monkeypatch):
+    with pytest.raises(ArtifactError, match="data/roundtrip/pairs.parquet"):
+        _run_stage(workdir, "roundtrip", monkeypatch)
+
+
+def test_ebsim_masks_title_words_up_to_half(st_tiny):
+    from paracl.training.ebsim import mask_similar_words
+
+    model = st_tiny()
+    title = ["guitar", "field", "kitchen"]
+    words = ["guitar", "field", "kitchen", "man", "plays"]
+    masked = mask_similar_words(model, title, words, eta=0.999, max_mask=0.5)
+    # identical words have similarity 1 >= eta; the cap keeps int(0.5 * 5) = 2 masked
+    assert masked is not None and masked.count("[MASK]") == 2
+    assert masked[3:] == ["man", "plays"]
+    assert mask_similar_words(model, ["zzz"], ["man", "plays"], eta=0.999, max_mask=0.5) is None

@@ -1,0 +1,38 @@
+"""dvc.yaml's train_contrastive stage matches params.yaml and the stage script."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from paracl.params import load_params
+from paracl.training.methods import METHODS
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _stage() -> dict:
+    return yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["train_contrastive"]
+
+
+def test_one_stage_per_method_with_only_its_input():
+    stage = _stage()
+    assert stage["foreach"] == "${train_contrastive.methods}"
+    do = stage["do"]
+    assert do["cmd"] == "python stages/train_contrastive.py ${key}"
+    data_deps = [d for d in do["deps"] if d.startswith("data/")]
+    # the method's own input plus the STS dev file every method is scored on
+    assert "${item}" in do["deps"] and data_deps == ["data/raw/stsbenchmark/sts-dev.csv"]
+    # theta only reaches a method through data/ppdb/pairs.parquet
+    assert "theta" not in do["params"] and "train_contrastive.methods" not in do["params"]
+    assert do["outs"] == ["models/encoders/${key}"]
+
+
+def test_default_methods_are_known_and_read_existing_contract_paths():
+    methods = load_params(REPO / "params.yaml")["train_contrastive"]["methods"]
+    assert list(methods) == ["none", "simcse_unsup", "ppdb", "jcse"]
+    assert set(methods) <= set(METHODS)
+    assert methods["ppdb"] == "data/ppdb/pairs.parquet"
+    assert methods["jcse"] == "data/negatives/negatives.parquet"
+    assert methods["simcse_unsup"] == "data/corpus/sentences.parquet"
