@@ -4,7 +4,8 @@ import logging
 import time
 
 from paracl import schemas
-from paracl.corpus.pipeline import CorpusConfig, default_workers, prepare_corpus
+from paracl.corpus.pipeline import CorpusConfig, cache_key, default_workers, prepare_corpus
+from paracl.distributed.shards import ShardCache
 from paracl.io import write_json, write_parquet
 from paracl.stage import run
 
@@ -15,20 +16,34 @@ METRICS = "metrics/corpus.json"
 def main(params: dict) -> None:
     cfg = CorpusConfig.from_params(params)
     section = params["prepare_corpus"]
-    workers = default_workers(section["workers"])
+    executor = params["executor"]
+    # local: never more processes than cores; ray: tasks in flight on the cluster
+    workers = default_workers(section["workers"]) if executor == "local" else section["workers"]
     start = time.perf_counter()
-    frame, metrics = prepare_corpus(cfg, workers=workers, shard_size=section["shard_size"])
+    # Finished shards go to data/corpus/sentences.parquet.partial-<key>/ as they are
+    # consumed: an interrupted run resumes from them (same bytes as a clean run).
+    cache = ShardCache(OUT, cache_key(cfg, section["shard_size"]))
+    frame, metrics = prepare_corpus(
+        cfg,
+        workers=workers,
+        shard_size=section["shard_size"],
+        executor=executor,
+        ray_address=params["ray_address"],
+        cache=cache,
+    )
     # Metadata and metrics hold no timings or worker counts: same params, same bytes.
     meta = {"stage": "prepare_corpus", "config": metrics["params"], "tools": metrics["tools"]}
     write_parquet(frame, OUT, schemas.CORPUS, metadata=meta)
     write_json(metrics, METRICS)
+    cache.remove()
     logging.getLogger("prepare_corpus").info(
-        "%d sentences (%s) -> %s in %.1f s with %d worker(s)",
+        "%d sentences (%s) -> %s in %.1f s with %d %s worker(s)",
         len(frame),
         cfg.lang,
         OUT,
         time.perf_counter() - start,
         workers,
+        executor,
     )
 
 

@@ -1,0 +1,10 @@
+"""Running stages beyond one process: executors (local process pool or Ray), resumable
+shard caches, and the cross-process gather that multi-GPU contrastive training needs.
+
+Ray and torch.distributed are imported lazily, only by the code paths that use them.
+"""
+
+from paracl.distributed.executor import Done, Executor, make_executor
+from paracl.distributed.shards import ShardCache
+
+__all__ = ["Done", "Executor", "ShardCache", "make_executor"]

@@ -1,0 +1,84 @@
+"""In-batch contrastive loss over the global batch of a multi-process (multi-GPU) run.
+
+Why: InfoNCE gets better with more in-batch negatives (JCSE trains with 512). On N
+GPUs each process holds only B/N sentences; the loss must see all B, and the gradient
+must flow back into every process's own embeddings, or the negatives from other GPUs
+would act as constants and training would differ from one big batch.
+
+`all_gather_with_grad` is an all_gather whose backward sums the incoming gradient over
+processes (all_reduce) and keeps this process's slice, so each process gets the
+summed gradient of its own embeddings. (A small autograd.Function on public
+torch.distributed calls: torch.distributed.nn.functional.all_gather does the same but
+is deprecated in torch 2.13, its replacement private.) Every
+process computes the same global loss L, so each slice receives N·dL/d(slice); DDP
+then averages parameter gradients over the N processes, which leaves exactly dL/dθ
+— the single-process gradient on the same global batch (tests/test_distributed_gather).
+Outside a process group (or with one process) everything reduces to the plain loss.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def world_size() -> int:
+    dist = torch.distributed
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+class _AllGather(torch.autograd.Function):
+    """Forward: every process's tensor, concatenated in rank order. Backward: the sum
+    over processes of the gradient of the concatenation, this process's rows."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        dist = torch.distributed
+        parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]
+        dist.all_gather(parts, x.contiguous())
+        ctx.rank, ctx.rows = dist.get_rank(), x.shape[0]
+        return torch.cat(parts, dim=0)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        grad = grad.contiguous()
+        torch.distributed.all_reduce(grad)
+        return grad[ctx.rank * ctx.rows : (ctx.rank + 1) * ctx.rows]
+
+
+def all_gather_with_grad(x: torch.Tensor) -> torch.Tensor:
+    """Concatenate `x` (batch first) from every process in rank order, keeping the
+    autograd graph. Every process must pass the same shape (equal local batches:
+    drop the last incomplete batch, as DistributedSampler(drop_last=True) does)."""
+    if world_size() == 1:
+        return x
+    return _AllGather.apply(x)
+
+
+def gather_columns(reps: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Each column's embeddings (anchor, positive, negatives …) over the global batch:
+    wrap any in-batch loss on embeddings (MNRL, JCSE, AMS) as loss(gather_columns(reps))
+    and under DDP it trains as on one process with the global batch."""
+    return [all_gather_with_grad(r) for r in reps]
+
+
+def global_infonce(
+    anchors: torch.Tensor,
+    positives: torch.Tensor,
+    negatives: torch.Tensor | None = None,
+    temperature: float = 0.05,
+) -> torch.Tensor:
+    """InfoNCE (SimCSE / JCSE Eq. 4) with in-batch negatives from all processes.
+
+    anchors[i] must match positives[i]; every other positive of the global batch, and
+    every row of the gathered `negatives` (hard negatives, e.g. JCSE's generated ones),
+    is a negative for it. Cosine similarity divided by `temperature` (as
+    sentence-transformers' MultipleNegativesRankingLoss with scale 1/τ); mean over the
+    global batch, so each process returns the same value.
+    """
+    reps = gather_columns([anchors, positives] + ([negatives] if negatives is not None else []))
+    a = F.normalize(reps[0], dim=-1)
+    c = F.normalize(torch.cat(reps[1:], dim=0), dim=-1)
+    logits = a @ c.T / temperature
+    labels = torch.arange(a.shape[0], device=a.device)
+    return F.cross_entropy(logits, labels)

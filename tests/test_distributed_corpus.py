@@ -1,0 +1,158 @@
+"""Executors and resumable shards of the corpus stage: an interrupted run resumes from
+its finished shards and writes the same bytes as a clean run; Ray tasks give the same
+corpus as the local executor."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from paracl import schemas
+from paracl.corpus import pipeline
+from paracl.corpus.pipeline import CorpusConfig, cache_key, prepare_corpus
+from paracl.distributed.executor import Done, make_executor
+from paracl.distributed.shards import ShardCache
+from paracl.io import write_parquet
+from paracl.params import ParamsError
+
+SUBJECTS = ["The old teacher", "A young engineer", "My neighbour", "The small company", "He"]
+VERBS = ["visited", "described", "photographed", "praised"]
+OBJECTS = ["the new museum near the river", "a famous bridge in the northern city"]
+TAILS = ["during the summer of 1998.", "after a long and difficult debate with friends."]
+GERMAN = "Der alte Lehrer besuchte gestern das neue Museum in der Nähe des Flusses."
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory) -> Path:
+    """80 distinct English lines, a duplicate, a short and a German line."""
+    lines = [" ".join(p) for p in itertools.product(SUBJECTS, VERBS, OBJECTS, TAILS)]
+    lines[40:40] = [lines[3], "Too short.", GERMAN]
+    path = tmp_path_factory.mktemp("src") / "wiki.txt"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def config(source: Path, max_sentences: int | None) -> CorpusConfig:
+    return CorpusConfig(str(source), "text", "en", 5, 50, 0.99, max_sentences, 42)
+
+
+def artifact_bytes(frame, path: Path) -> bytes:
+    write_parquet(frame, path, schemas.CORPUS, {"k": 1})
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("phase", "fn_name", "max_sentences"),
+    [("split", "split_shard", None), ("langid", "detect_block", 60)],
+)
+def test_crashed_run_resumes_from_finished_shards(
+    source, tmp_path, monkeypatch, phase, fn_name, max_sentences
+):
+    monkeypatch.setattr(pipeline, "LANGID_BLOCK", 16)  # several langdetect blocks
+    monkeypatch.setattr(pipeline, "LANGID_MIN_BLOCK", 4)
+    cfg = config(source, max_sentences)
+    real = getattr(pipeline, fn_name)
+    calls = {"n": 0}
+
+    def counting(task):
+        calls["n"] += 1
+        if calls["n"] == crash_at:
+            raise RuntimeError("simulated crash")
+        return real(task)
+
+    monkeypatch.setattr(pipeline, fn_name, counting)
+    crash_at = None
+    clean, clean_metrics = prepare_corpus(cfg, shard_size=10)
+    clean_calls = calls["n"]
+    assert clean_calls >= 4
+
+    out, key = tmp_path / "sentences.parquet", cache_key(cfg, 10)
+    calls["n"], crash_at = 0, 3
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        prepare_corpus(cfg, shard_size=10, cache=ShardCache(out, key))
+    cached = [n for n in ShardCache(out, key).manifest if n.startswith(phase)]
+    assert cached, "no shard of the crashed phase was kept"
+
+    calls["n"], crash_at = 0, None
+    cache = ShardCache(out, key)
+    resumed, resumed_metrics = prepare_corpus(cfg, shard_size=10, cache=cache)
+    assert cache.loaded >= len(cached)
+    assert calls["n"] == clean_calls - len(cached)  # finished shards are not recomputed
+    assert resumed_metrics == clean_metrics
+    assert artifact_bytes(resumed, tmp_path / "a.parquet") == artifact_bytes(
+        clean, tmp_path / "b.parquet"
+    )
+
+
+def test_shard_cache_rejects_damaged_and_stale_shards(tmp_path):
+    out = tmp_path / "x.parquet"
+    table = pa.table({"prob": [0.5, 1.0]})
+    cache = ShardCache(out, "key1")
+    cache.put("langid-0", table)
+    assert ShardCache(out, "key1").get("langid-0").equals(table)
+    (cache.dir / "langid-0.parquet").write_bytes(b"garbage")
+    assert ShardCache(out, "key1").get("langid-0") is None  # checksum no longer matches
+    ShardCache(out, "key2")  # other params/input: the old shards are removed
+    assert not cache.dir.exists()
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def test_local_executor_is_ordered_lazy_and_takes_known_results():
+    tasks = [1, Done(100), 3, 4, Done(-1), 6]
+    with make_executor("local", workers=2) as ex:
+        assert list(ex.map(_square, tasks, in_flight=3)) == [1, 100, 9, 16, -1, 36]
+        drawn = []
+
+        def endless():
+            for i in itertools.count():
+                drawn.append(i)
+                yield i
+
+        results = ex.map(_square, endless(), in_flight=3)
+        assert [next(results) for _ in range(5)] == [0, 1, 4, 9, 16]
+        results.close()
+        assert len(drawn) <= 5 + 3  # never more than in_flight ahead of the consumer
+    with pytest.raises(ParamsError, match="'executor' must be one of"):
+        with make_executor("dask"):
+            pass
+
+
+def test_ray_executor_without_ray_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(ParamsError, match=r"pip install 'paracl\[ray\]'"):
+        with make_executor("ray", workers=2):
+            pass
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray = pytest.importorskip("ray")
+    start = time.perf_counter()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    print(f"ray start-up: {time.perf_counter() - start:.1f} s")
+    yield ray
+    ray.shutdown()
+
+
+@pytest.mark.parametrize("max_sentences", [None, 25])
+def test_ray_executor_writes_the_local_executors_bytes(source, tmp_path, local_ray, max_sentences):
+    cfg = config(source, max_sentences)
+    local, local_metrics = prepare_corpus(cfg, workers=1, shard_size=10)
+    cache = ShardCache(tmp_path / "ray.parquet", cache_key(cfg, 7))
+    remote, remote_metrics = prepare_corpus(
+        cfg, workers=2, shard_size=7, executor="ray", cache=cache
+    )
+    assert remote_metrics == local_metrics
+    assert artifact_bytes(remote, tmp_path / "r.parquet") == artifact_bytes(
+        local, tmp_path / "l.parquet"
+    )
+    assert os.listdir(cache.dir)  # the Ray run saved its shards as it went
