@@ -1,0 +1,118 @@
+"""The adapt_t5 and corrupt stage scripts end to end on a tiny corpus (stand-in T5)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from paracl import schemas
+from paracl.io import read_metadata, read_parquet, write_parquet
+from paracl.params import ParamsError, load_params
+
+REPO = Path(__file__).resolve().parents[1]
+SENTENCES = [
+    "The cat sat on the mat in the afternoon sun.",
+    "Two dogs are running through the green field.",
+    "A man is playing a guitar on the stage.",
+    "The river flows into the sea near the old harbour.",
+    "He was born in London and studied physics at Oxford.",
+    "The city council approved the new budget on Monday.",
+    "Go away!",
+    "A woman is slicing an onion in the kitchen.",
+] * 3
+
+
+@pytest.fixture(autouse=True)
+def restore_threads():
+    """The stages set torch's thread count (corrupt.threads); give it back afterwards."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def _stage(name: str):
+    spec = importlib.util.spec_from_file_location(f"stage_{name}", REPO / "stages" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _params() -> dict:
+    params = load_params(REPO / "params.yaml")
+    params.update(device="cpu", lang="en", seed=1)
+    params["adapt_t5"].update(
+        model={"en": "tiny-random:t5", "ja": "tiny-random:t5"},
+        max_steps=4,
+        batch_size=4,
+        eval_every=2,
+        dev_sentences=4,
+        standin={"vocab_size": 200, "d_model": 16, "num_layers": 1},
+    )
+    params["corrupt"].update(
+        max_sentences=10, num_beams=2, num_return_sequences=2, max_fill_tokens=2, batch_size=4
+    )
+    return params
+
+
+def _write_corpus() -> None:
+    n = len(SENTENCES)
+    corpus = pd.DataFrame(
+        {
+            "id": [f"d{i}-0" for i in range(n)],
+            "doc_id": [f"d{i}" for i in range(n)],
+            "title": "",
+            "text": SENTENCES,
+            "tokens": [s.split() for s in SENTENCES],
+            "n_words": [len(s.split()) for s in SENTENCES],
+            "lang": "en",
+        }
+    ).astype({"n_words": "int32"})
+    write_parquet(corpus, "data/corpus/sentences.parquet", schemas.CORPUS)
+
+
+def test_adapt_then_corrupt_is_reproducible(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write_corpus()
+    params = _params()
+    _stage("adapt_t5").main(params)
+    adapt_metrics = json.loads(Path("metrics/adapt_t5.json").read_text())
+    assert adapt_metrics["stand_in"] is True and adapt_metrics["adapted"] is True
+    assert adapt_metrics["model"]["id"] == "tiny-random:t5"
+    assert Path("metrics/adapt_t5/curve.csv").read_text().startswith("step,train_loss,dev_loss")
+    assert Path("models/t5_adapted/config.json").exists()
+
+    corrupt = _stage("corrupt")
+    corrupt.main(params)
+    first = Path("data/negatives/negatives.parquet").read_bytes()
+    metrics = json.loads(Path("metrics/negatives.json").read_text())
+    assert metrics["stand_in"] is True and metrics["sentences_in"] == 10
+    rows = read_parquet("data/negatives/negatives.parquet", schemas.NEGATIVES)
+    assert len(rows) == metrics["negatives"]
+    assert read_metadata("data/negatives/negatives.parquet")["model"]["stand_in"] is True
+    corrupt.main(params)
+    assert Path("data/negatives/negatives.parquet").read_bytes() == first
+
+
+def test_adaptation_off_saves_the_base_model_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write_corpus()
+    params = _params()
+    params["adapt_t5"]["enabled"] = False
+    _stage("adapt_t5").main(params)
+    metrics = json.loads(Path("metrics/adapt_t5.json").read_text())
+    assert metrics["adapted"] is False and metrics["dev_loss"] is None and metrics["steps"] == 0
+    assert Path("metrics/adapt_t5/curve.csv").read_text().strip() == "step,train_loss,dev_loss"
+    info = json.loads(Path("models/t5_adapted/paracl_t5.json").read_text())
+    assert info["stand_in"] is True and info["adapted"] is False
+
+
+def test_more_return_sequences_than_beams_is_a_params_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write_corpus()
+    params = _params()
+    params["corrupt"].update(num_beams=2, num_return_sequences=3)
+    with pytest.raises(ParamsError, match="num_return_sequences"):
+        _stage("corrupt").main(params)
