@@ -97,3 +97,12 @@ def test_iter_batches_streams_all_rows(tmp_path):
 def test_fingerprint_is_order_independent_for_dicts():
     assert io.fingerprint({"a": 1, "b": 2}) == io.fingerprint({"b": 2, "a": 1})
     assert io.fingerprint({"a": 1}) != io.fingerprint({"a": 2})
+
+
+def test_published_files_and_dirs_get_umask_permissions(tmp_path):
+    io.write_json({"a": 1}, tmp_path / "x.json")
+    with io.atomic_dir(tmp_path / "d") as tmp:
+        (tmp / "f").write_text("x")
+    mask = io._umask()
+    assert (tmp_path / "x.json").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (tmp_path / "d").stat().st_mode & 0o777 == 0o777 & ~mask

@@ -31,6 +31,17 @@ class ArtifactError(ValueError):
     """An input artifact is missing or does not have the expected schema."""
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _publishable(path: Path, mode: int) -> None:
+    """mkstemp/mkdtemp make owner-only entries; give the result the usual permissions."""
+    os.chmod(path, mode & ~_umask())
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to `path`; move it onto `path` on success only."""
@@ -41,6 +52,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        _publishable(tmp_path, 0o666)
         os.replace(tmp_path, path)
     finally:
         tmp_path.unlink(missing_ok=True)
@@ -54,6 +66,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield tmp
+        _publishable(tmp, 0o777)
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
