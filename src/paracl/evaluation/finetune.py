@@ -1,0 +1,195 @@
+"""Fine-tune an encoder on a sentence-pair task and score it, over several seeds.
+
+As the papers do it (PPDB paper §4.2, EBSIM Table 1, round-trip paper §6.1): the
+encoder's transformer gets a classification or regression head on [CLS] over the
+concatenated pair (`[CLS] s1 [SEP] s2 [SEP]`) via transformers'
+AutoModelForSequenceClassification; AdamW with linear warm-up/decay; the dev score is
+checked after every epoch, the best epoch's weights are kept and training stops after
+`patience` epochs without a dev gain. Each seed is a separate run from the same encoder;
+the result reports each seed's scores, their mean / std / median, and (as the
+round-trip paper does) the test score of the seed whose dev score is the median.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+from transformers import (
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    get_linear_schedule_with_warmup,
+)
+
+from paracl.device import autocast, seed_everything
+from paracl.evaluation.encoder import transformer_dir
+from paracl.evaluation.metrics import METRICS, summarize_seeds
+from paracl.evaluation.tasks import TaskData
+from paracl.stage import InputError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    epochs: int
+    lr: float
+    batch_size: int
+    max_length: int = 128
+    patience: int = 3
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    eval_batch_size: int = 64
+
+
+def _targets(df: pd.DataFrame, data: TaskData, split: str) -> torch.Tensor:
+    task = data.task
+    if task.kind == "regression":
+        lo, hi = task.score_range
+        y = (df["label"].astype(float).to_numpy() - lo) / (hi - lo)
+        return torch.tensor(y, dtype=torch.float32)
+    index = {name: i for i, name in enumerate(task.labels)}
+    bad = sorted(set(df["label"]) - index.keys())
+    if bad:
+        raise InputError(
+            f"task {task.name}, {split} split ({data.provenance.get(split, '?')}): "
+            f"labels {bad[:5]} are not among {list(task.labels)}"
+        )
+    return torch.tensor([index[v] for v in df["label"]], dtype=torch.long)
+
+
+def _encode(tokenizer, df: pd.DataFrame, idx, max_length: int):
+    s1 = df["sentence1"].iloc[idx].tolist()
+    s2 = df["sentence2"].iloc[idx].tolist()
+    if any(v is None for v in s2):  # single-sentence task (SST-2, CoLA)
+        return tokenizer(s1, truncation=True, max_length=max_length, padding=True,
+                         return_tensors="pt")  # fmt: skip
+    return tokenizer(s1, s2, truncation="longest_first", max_length=max_length,
+                     padding=True, return_tensors="pt")  # fmt: skip
+
+
+def predict(model, tokenizer, df: pd.DataFrame, cfg: FinetuneConfig, device, regression: bool):
+    """Predictions for every row of `df`, batched by length (same order as `df`)."""
+    lengths = (df["sentence1"].str.len() + df["sentence2"].fillna("").str.len()).to_numpy()
+    order = np.argsort(lengths, kind="stable")
+    out = np.empty(len(df), dtype=np.float64 if regression else np.int64)
+    model.eval()
+    with torch.inference_mode(), autocast(device):
+        for start in range(0, len(df), cfg.eval_batch_size):
+            idx = order[start : start + cfg.eval_batch_size]
+            enc = _encode(tokenizer, df, idx, cfg.max_length).to(device)
+            logits = model(**enc).logits.float()
+            out[idx] = (logits[:, 0] if regression else logits.argmax(-1)).cpu().numpy()
+    return out
+
+
+def _score(data: TaskData, df: pd.DataFrame, pred, metrics: list[str]) -> dict[str, float]:
+    gold = _targets(df, data, "eval").numpy()
+    return {m: METRICS[m](pred, gold) for m in metrics}
+
+
+def report_metrics(data: TaskData) -> list[str]:
+    """The task's primary metric first, then the usual companions."""
+    extra = ["spearman", "pearson"] if data.task.kind == "regression" else ["accuracy", "macro_f1"]
+    return [data.task.metric] + [m for m in extra if m != data.task.metric]
+
+
+def finetune_once(
+    encoder_dir: str | Path, data: TaskData, cfg: FinetuneConfig, seed: int, device
+) -> dict:
+    """One seed: train with early stopping on dev, return dev/test scores of the best epoch."""
+    seed_everything(seed)
+    task = data.task
+    regression = task.kind == "regression"
+    tdir = transformer_dir(encoder_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tdir)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        tdir,
+        num_labels=1 if regression else len(task.labels),
+        problem_type="regression" if regression else "single_label_classification",
+    ).to(device)
+    y_train = _targets(data.train, data, "train")
+    metrics = report_metrics(data)
+    primary = metrics[0]
+
+    no_decay = ("bias", "LayerNorm.weight", "layer_norm", "norm.weight")
+    groups = [
+        {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
+         "weight_decay": cfg.weight_decay},
+        {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)],
+         "weight_decay": 0.0},
+    ]  # fmt: skip
+    optimizer = torch.optim.AdamW(groups, lr=cfg.lr)
+    steps_per_epoch = math.ceil(len(data.train) / cfg.batch_size)
+    total = steps_per_epoch * cfg.epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
+    gen = torch.Generator().manual_seed(seed)
+
+    best_dev, best_state, best_epoch, bad, losses = -math.inf, None, 0, 0, []
+    for epoch in range(1, cfg.epochs + 1):
+        model.train()
+        perm = torch.randperm(len(data.train), generator=gen).numpy()
+        running = 0.0
+        bar = tqdm(range(0, len(perm), cfg.batch_size), desc=f"{task.name} s{seed} e{epoch}",
+                   leave=False, disable=None)  # fmt: skip
+        for start in bar:
+            idx = perm[start : start + cfg.batch_size]
+            enc = _encode(tokenizer, data.train, idx, cfg.max_length).to(device)
+            with autocast(device):
+                out = model(**enc, labels=y_train[idx].to(device))
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            running += float(out.loss.detach()) * len(idx)
+        losses.append(running / len(perm))
+        dev_pred = predict(model, tokenizer, data.dev, cfg, device, regression)
+        dev = _score(data, data.dev, dev_pred, [primary])[primary]
+        log.info("%s seed %d epoch %d: loss %.4f, dev %s %.2f", task.name, seed, epoch,
+                 losses[-1], primary, dev)  # fmt: skip
+        if best_state is None or dev > best_dev:  # NaN (constant predictions) never wins
+            best_dev, best_epoch, bad = dev, epoch, 0
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        else:
+            bad += 1
+            if bad >= cfg.patience:
+                break
+    model.load_state_dict(best_state)
+    test_pred = predict(model, tokenizer, data.test, cfg, device, regression)
+    return {
+        "seed": seed,
+        "dev": best_dev,
+        "test": _score(data, data.test, test_pred, metrics),
+        "best_epoch": best_epoch,
+        "epochs_run": len(losses),
+        "train_loss": losses,
+    }
+
+
+def finetune_task(
+    encoder_dir: str | Path, data: TaskData, cfg: FinetuneConfig, seeds: list[int], device
+) -> dict:
+    """All seeds, then the spread: mean/std/median of test (primary metric) and dev."""
+    runs = [finetune_once(encoder_dir, data, cfg, s, device) for s in seeds]
+    primary = data.task.metric
+    test = [r["test"][primary] for r in runs]
+    dev = [r["dev"] for r in runs]
+    median_dev_run = sorted(runs, key=lambda r: (r["dev"], r["seed"]))[(len(runs) - 1) // 2]
+    return {
+        "metric": primary,
+        "test": summarize_seeds(test),
+        "dev": summarize_seeds(dev),
+        "test_at_median_dev": median_dev_run["test"][primary],
+        "test_all_metrics": {
+            m: summarize_seeds([r["test"][m] for r in runs])["mean"] for m in runs[0]["test"]
+        },
+        "runs": runs,
+        "config": asdict(cfg),
+    }

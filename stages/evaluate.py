@@ -1,0 +1,36 @@
+"""Stage evaluate: score one encoder on one task → metrics/eval/<method>/<task>.json.
+
+    python stages/evaluate.py <method> <task>
+
+dvc.yaml runs it as a matrix over evaluate.methods × evaluate.tasks. The encoder is
+models/encoders/<method>/ (a sentence-transformers folder written by train_contrastive).
+"""
+
+import sys
+from pathlib import Path
+
+from paracl.device import select_device
+from paracl.evaluation.jobs import JOBS, run_job
+from paracl.io import write_json
+from paracl.params import ParamsError
+from paracl.stage import InputError, run
+
+
+def main(params: dict) -> None:
+    if len(sys.argv) != 3:
+        raise ParamsError("usage: python stages/evaluate.py <method> <task>")
+    method, task = sys.argv[1], sys.argv[2]
+    if task not in JOBS:
+        raise ParamsError(f"evaluate: unknown task {task!r} (known: {', '.join(JOBS)})")
+    encoder = Path("models/encoders") / method
+    if not encoder.is_dir():
+        raise InputError(f"{encoder}: encoder not found (did train_contrastive write it?)")
+    cfg = params["evaluate"]
+    device = select_device(params["device"])
+    train_metrics = Path("metrics/train") / f"{method}.json"  # names the base model that ran
+    result = run_job(method, task, encoder, cfg, params["seed"], device, train_metrics)
+    write_json(result, Path("metrics/eval") / method / f"{task}.json")
+
+
+if __name__ == "__main__":
+    run(main)

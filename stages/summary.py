@@ -1,0 +1,18 @@
+"""Stage summary: metrics/eval/*/*.json → metrics/summary.json + metrics/summary.md."""
+
+from paracl.evaluation.summary import build_summary, load_results, to_markdown
+from paracl.io import atomic_path, write_json
+from paracl.stage import run
+
+
+def main(params: dict) -> None:
+    ev, cfg = params["evaluate"], params["summary"]
+    results = load_results("metrics/eval", ev["methods"], ev["tasks"])
+    summary = build_summary(results, ev["tasks"], cfg["avg_over"])
+    write_json(summary, "metrics/summary.json")
+    with atomic_path("metrics/summary.md") as tmp:
+        tmp.write_text(to_markdown(summary, cfg["decimals"]), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,167 @@
+"""End to end on fixtures with the tiny BERT: unsupervised STS, cosine-threshold PI, a
+tiny fine-tune with early stopping, the stage script, and the summary table."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from paracl.evaluation.encoder import EmbeddingCache, load_encoder
+from paracl.evaluation.finetune import FinetuneConfig, finetune_task
+from paracl.evaluation.jobs import run_job
+from paracl.evaluation.summary import build_summary, load_results, to_markdown
+from paracl.evaluation.tasks import load_task
+from paracl.evaluation.unsup_sts import evaluate_unsup_sts, sts_sets
+from paracl.params import ParamsError, load_params
+
+REPO = Path(__file__).resolve().parents[1]
+WORDS = "a man is playing guitar on the stage cat sat mat dogs running field woman".split()
+CPU = torch.device("cpu")
+
+
+def _sent(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7))) + " ."
+
+
+def make_raw(root: Path, n: int = 24) -> Path:
+    """A miniature data/raw with the mirror's file formats (random sentences)."""
+    rng = random.Random(0)
+    for year in ("STS12", "STS13", "STS14", "STS15", "STS16"):
+        d = root / "sts12-16" / f"{year}-en-test"
+        d.mkdir(parents=True)
+        pairs = [(_sent(rng), _sent(rng)) for _ in range(n)]
+        (d / "STS.input.sub.txt").write_text("".join(f"{a}\t{b}\n" for a, b in pairs))
+        (d / "STS.gs.sub.txt").write_text("".join(f"{rng.uniform(0, 5):.2f}\n" for _ in pairs))
+    d = root / "stsbenchmark"
+    d.mkdir()
+    for split in ("train", "dev", "test"):
+        rows = [f"g\tf\t2012\t{i:04d}\t{rng.uniform(0, 5):.3f}\t{_sent(rng)}\t{_sent(rng)}\n"
+                for i in range(n)]  # fmt: skip
+        (d / f"sts-{split}.csv").write_text("".join(rows))
+    (root / "sick").mkdir()
+    header = ("pair_ID\tsentence_A\tsentence_B\tentailment_label\trelatedness_score\t"
+              "entailment_AB\tentailment_BA\tA_o\tB_o\tA_d\tB_d\tSemEval_set")  # fmt: skip
+    rows = [
+        f"{i}\t{_sent(rng)}\t{_sent(rng)}\t{rng.choice(['NEUTRAL', 'ENTAILMENT', 'CONTRADICTION'])}"
+        f"\t{rng.uniform(1, 5):.1f}\tx\tx\tx\tx\tF\tF\t{['TRAIN', 'TRIAL', 'TEST'][i % 3]}"
+        for i in range(3 * n)
+    ]
+    (root / "sick" / "SICK.txt").write_bytes(("\r\n".join([header, *rows])).encode())
+    (root / "pawsx").mkdir()
+    (root / "pawsx" / "dev-en.tsv").write_text(
+        "".join(f"{_sent(rng)}\t{_sent(rng)}\t{i % 2}\n" for i in range(2 * n)))  # fmt: skip
+    (root / "glue" / "MRPC").mkdir(parents=True)
+    for split in ("train", "test"):
+        rows = [f"{i % 2}\t1\t2\t{_sent(rng)}\t{_sent(rng)}\n" for i in range(n)]
+        (root / "glue" / "MRPC" / f"msr_paraphrase_{split}.txt").write_text(
+            "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n" + "".join(rows))  # fmt: skip
+    return root
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models gain nothing from threads, and on a shared, oversubscribed CPU torch's
+    thread pool makes these tests ~15x slower; restore the setting afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def raw(tmp_path_factory) -> Path:
+    return make_raw(tmp_path_factory.mktemp("raw"))
+
+
+CFG = {
+    "raw_dir": None, "seeds": [1, 2], "epochs": 2, "lr": 1e-3, "batch_size": 8, "patience": 1,
+    "max_train": 16, "max_dev": None, "max_eval_pairs": None, "max_seq_length": 32,
+    "encode_batch_size": 16, "dev_fraction": 0.1, "test_fraction": 0.2,
+}  # fmt: skip
+
+
+def test_unsup_sts_encodes_each_sentence_once(tiny_bert, raw):
+    cache = EmbeddingCache(load_encoder(tiny_bert, CPU, 32), batch_size=16)
+    sets = sts_sets("en", raw)
+    out = evaluate_unsup_sts(cache, sets)
+    assert set(out["sets"]) == {"STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark",
+                                "SICKRelatedness"}  # fmt: skip
+    assert cache.encoded == out["unique_sentences"] < out["total_sentences"]
+    assert all(-100 <= r["spearman"] <= 100 for r in out["sets"].values())
+    assert out["embedding_space"]["uniformity"] <= 0
+    before = cache.encoded
+    evaluate_unsup_sts(cache, sets)  # all cached: nothing new to encode
+    assert cache.encoded == before
+
+
+def test_pi_threshold_job(tiny_bert, raw):
+    res = run_job("none", "pi_en", tiny_bert, {**CFG, "raw_dir": raw}, seed=0, device=CPU)
+    assert set(res["sets"]) == {"paws", "mrpc"}
+    assert res["official_split"] is False  # PAWS is a re-split offline
+    assert res["sets"]["mrpc"]["official_split"] is True  # official train → official test
+    assert 0 <= res["score"] <= 100
+    assert res["sets"]["mrpc"]["test_pairs"] == 24
+
+
+def test_finetune_regression_and_classification(tiny_bert, raw):
+    cfg = FinetuneConfig(epochs=2, lr=1e-3, batch_size=8, max_length=32, patience=1)
+    data = load_task("stsb", raw, seed=0)
+    out = finetune_task(tiny_bert, data, cfg, seeds=[1, 2], device=CPU)
+    assert out["metric"] == "spearman" and out["test"]["n"] == 2
+    assert {"spearman", "pearson"} <= set(out["runs"][0]["test"])
+    assert all(1 <= r["best_epoch"] <= r["epochs_run"] <= 2 for r in out["runs"])
+    again = finetune_task(tiny_bert, data, cfg, seeds=[1], device=CPU)
+    assert again["runs"][0]["test"] == out["runs"][0]["test"]  # same seed → same result
+    cls = finetune_task(tiny_bert, load_task("sicke", raw, seed=0), cfg, [3], CPU)
+    assert cls["metric"] == "macro_f1" and 0 <= cls["test"]["mean"] <= 100
+
+
+def _stage(name: str):
+    spec = importlib.util.spec_from_file_location(f"stage_{name}", REPO / "stages" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):
+    """stages/evaluate.py in a scratch repo, then the summary table over its outputs."""
+    (tmp_path / "models/encoders").mkdir(parents=True)
+    (tmp_path / "models/encoders/none").symlink_to(tiny_bert)
+    params = (REPO / "params.yaml").read_text()
+    params = params.replace("raw_dir: data/raw", f"raw_dir: {raw}")
+    params = params.replace("max_train: 1000", "max_train: 16")
+    (tmp_path / "params.yaml").write_text(params)
+    (tmp_path / "metrics/train").mkdir(parents=True)
+    (tmp_path / "metrics/train/none.json").write_text('{"model": {"id": "tiny/bert"}}')
+    monkeypatch.chdir(tmp_path)
+    evaluate = _stage("evaluate")
+    for task in ("stsb", "snli"):
+        monkeypatch.setattr(sys, "argv", ["evaluate.py", "none", task])
+        evaluate.main(load_params())
+    stsb = json.loads((tmp_path / "metrics/eval/none/stsb.json").read_text())
+    assert stsb["official_split"] is True
+    assert stsb["encoder"]["base_model"]["id"] == "tiny/bert"  # from the training metrics
+    snli = json.loads((tmp_path / "metrics/eval/none/snli.json").read_text())
+    assert snli["score"] is None and "not in the offline mirror" in snli["skipped"]
+    monkeypatch.setattr(sys, "argv", ["evaluate.py", "none", "nope"])
+    with pytest.raises(ParamsError, match="unknown task 'nope'"):
+        evaluate.main(load_params())
+
+    _stage("summary").main(load_params())  # the params' default tasks: some not run here
+    table = (tmp_path / "metrics/summary.md").read_text()
+    assert "| none |" in table and "STS-B (spearman)" in table and "- none: tiny/bert" in table
+
+    results = load_results(tmp_path / "metrics/eval", ["none", "ppdb"], ["snli", "stsb"])
+    summary = build_summary(results, ["snli", "stsb"])
+    assert [c["task"] for c in summary["columns"]] == ["stsb", "snli"]  # Table 3 order
+    assert summary["methods"]["none"]["avg"] is None  # SNLI missing → no average
+    md = to_markdown(summary)
+    assert "| none | " in md and "n/a" in md and "not in the offline mirror" in md
+    only = build_summary(results, ["stsb"])
+    assert only["methods"]["none"]["avg"] == pytest.approx(stsb["score"])
