@@ -48,3 +48,10 @@ def tiny_bart(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_marian(tmp_path_factory) -> Path:
     return _tiny("marian", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def tiny_fsmt(tmp_path_factory) -> Path:
+    from paracl.testing.tiny_models import build_tiny_fsmt
+
+    return build_tiny_fsmt(tmp_path_factory.mktemp("tiny-fsmt"))

@@ -43,7 +43,9 @@ def downstream_of_param(param: str) -> set[str]:
         hit_outs = set().union(*(produced[n] for n in hit)) if hit else set()
         for name, stage in stages.items():
             deps = _paths(stage.get("deps"))
-            depends = any(d == o or d.startswith(o.rstrip("/") + "/") for d in deps for o in hit_outs)
+            depends = any(
+                d == o or d.startswith(o.rstrip("/") + "/") for d in deps for o in hit_outs
+            )
             if name not in hit and depends:
                 hit.add(name)
                 grew = True

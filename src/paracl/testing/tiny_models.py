@@ -76,7 +76,9 @@ def build_tokenizer(arch: str, vocab_size: int = 400) -> PreTrainedTokenizerFast
     elif arch in ("t5", "marian"):
         eos = specials["eos"]
         tok.post_processor = processors.TemplateProcessing(
-            single=f"$A {eos}", pair=f"$A {eos} $B {eos}", special_tokens=[(eos, tok.token_to_id(eos))]
+            single=f"$A {eos}",
+            pair=f"$A {eos} $B {eos}",
+            special_tokens=[(eos, tok.token_to_id(eos))],
         )
     kwargs = {f"{k}_token": v for k, v in specials.items()}
     if arch == "t5":
@@ -93,34 +95,67 @@ def _config(arch: str, tok: PreTrainedTokenizerFast):
     vocab = len(tok)
     if arch == "gpt2":
         return GPT2Config(
-            vocab_size=vocab, n_positions=128, n_embd=32, n_layer=2, n_head=2,
-            bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+            vocab_size=vocab,
+            n_positions=128,
+            n_embd=32,
+            n_layer=2,
+            n_head=2,
+            bos_token_id=tok.bos_token_id,
+            eos_token_id=tok.eos_token_id,
         )
     if arch == "bert":
         return BertConfig(
-            vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-            intermediate_size=64, max_position_embeddings=128, pad_token_id=tok.pad_token_id,
+            vocab_size=vocab,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=128,
+            pad_token_id=tok.pad_token_id,
         )
     if arch == "t5":
         return T5Config(
-            vocab_size=vocab, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
-            pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
+            vocab_size=vocab,
+            d_model=32,
+            d_kv=16,
+            d_ff=64,
+            num_layers=2,
+            num_heads=2,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
             decoder_start_token_id=tok.pad_token_id,
         )
     if arch == "bart":
         return BartConfig(
-            vocab_size=vocab, d_model=32, encoder_layers=2, decoder_layers=2,
-            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-            decoder_ffn_dim=64, max_position_embeddings=128, pad_token_id=tok.pad_token_id,
-            bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-            decoder_start_token_id=tok.eos_token_id, forced_eos_token_id=tok.eos_token_id,
+            vocab_size=vocab,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=2,
+            decoder_attention_heads=2,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            max_position_embeddings=128,
+            pad_token_id=tok.pad_token_id,
+            bos_token_id=tok.bos_token_id,
+            eos_token_id=tok.eos_token_id,
+            decoder_start_token_id=tok.eos_token_id,
+            forced_eos_token_id=tok.eos_token_id,
         )
     if arch == "marian":
         return MarianConfig(
-            vocab_size=vocab, d_model=32, encoder_layers=2, decoder_layers=2,
-            encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-            decoder_ffn_dim=64, max_position_embeddings=128, pad_token_id=tok.pad_token_id,
-            eos_token_id=tok.eos_token_id, decoder_start_token_id=tok.pad_token_id,
+            vocab_size=vocab,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=2,
+            decoder_attention_heads=2,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            max_position_embeddings=128,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+            decoder_start_token_id=tok.pad_token_id,
             forced_eos_token_id=tok.eos_token_id,
         )
     raise ValueError(f"no tiny builder for architecture {arch!r} (have: {', '.join(SPECIALS)})")
@@ -149,6 +184,56 @@ def build_tiny_model(arch: str, out_dir: str | Path, seed: int = 0) -> Path:
     else:
         model = AutoModelForSeq2SeqLM.from_config(config)
     model.eval()
+    model.save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
+    return out_dir
+
+
+def build_tiny_fsmt(out_dir: str | Path, seed: int = 0) -> Path:
+    """A tiny random FSMT (the facebook/wmt19-en-de architecture) with a char-level vocab.
+
+    FSMTTokenizer is a slow Moses + fairseq-BPE tokenizer read from vocab/merges files,
+    so this writes a vocabulary of the training text's characters (each also as a
+    word-final `c</w>`) and no merges: every word is spelled out character by character.
+    """
+    import json
+
+    from transformers import FSMTConfig, FSMTForConditionalGeneration, FSMTTokenizer
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    chars = sorted({c for line in TRAINING_TEXT for c in line if not c.isspace()})
+    tokens = ["<s>", "<pad>", "</s>", "<unk>"] + chars + [c + "</w>" for c in chars]
+    vocab = {t: i for i, t in enumerate(tokens)}
+    for name in ("vocab-src.json", "vocab-tgt.json"):
+        (out_dir / name).write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    (out_dir / "merges.txt").write_text("", encoding="utf-8")
+    tok = FSMTTokenizer(
+        langs=["en", "de"],
+        src_vocab_file=str(out_dir / "vocab-src.json"),
+        tgt_vocab_file=str(out_dir / "vocab-tgt.json"),
+        merges_file=str(out_dir / "merges.txt"),
+    )
+    config = FSMTConfig(
+        langs=["en", "de"],
+        src_vocab_size=len(vocab),
+        tgt_vocab_size=len(vocab),
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=256,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        forced_eos_token_id=2,
+    )
+    torch.manual_seed(seed)
+    model = FSMTForConditionalGeneration(config).eval()
     model.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
     return out_dir
