@@ -17,3 +17,106 @@ def test_where_lists_artifacts_of_dvc_yaml(capsys):
 def test_score_gives_a_cosine(capsys, tiny_bert):
     assert main(["score", str(tiny_bert), "a man is playing .", "a man is playing ."]) == 0
     assert abs(float(capsys.readouterr().out) - 1.0) < 1e-4
+
+
+def _tagged_paraphraser(tiny_bart, out_dir):
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from paracl.roundtrip.paraphraser import add_tag_tokens
+
+    tok = AutoTokenizer.from_pretrained(tiny_bart)
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_bart)
+    add_tag_tokens(tok, model)
+    model.save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
+    return out_dir
+
+
+def test_paraphrase_generates_one_line_per_sentence(capsys, tiny_bart, tmp_path):
+    model = _tagged_paraphraser(tiny_bart, tmp_path / "paraphraser")
+    args = ["paraphrase", "a man is playing a guitar .", "the cat sat on the mat ."]
+    assert (
+        main([*args, "--tags", "<SIM95><BLEU20>", "--model", str(model), "--num-beams", "2"]) == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2
+
+
+def test_paraphrase_rejects_bad_tags_and_untagged_models(capsys, tiny_bart, tmp_path):
+    model = _tagged_paraphraser(tiny_bart, tmp_path / "paraphraser")
+    assert main(["paraphrase", "a man .", "--tags", "<SIM96><BLEU20>", "--model", str(model)]) == 1
+    assert "must be one SIM tag" in capsys.readouterr().err
+    assert main(["paraphrase", "a man .", "--tags", "<SIM95>", "--model", str(model)]) == 1
+    capsys.readouterr()
+    assert (
+        main(["paraphrase", "a man .", "--tags", "<SIM95><BLEU20>", "--model", str(tiny_bart)]) == 1
+    )
+    assert "no tag token <SIM95>" in capsys.readouterr().err
+    assert (
+        main(["paraphrase", "a man .", "--tags", "<SIM95><BLEU20>", "--model", str(tmp_path)]) == 1
+    )
+    assert "run train_paraphraser" in capsys.readouterr().err
+
+
+def _record(rev, name, theta, dev_avg, experiments=None):
+    """One record shaped as in `dvc exp show --json` (DVC 3)."""
+    metrics = {"metrics/summary.json": {"data": {"methods": {"ppdb": {"dev_avg": dev_avg}}}}}
+    data = {"rev": rev, "params": {"params.yaml": {"data": {"theta": theta}}}, "metrics": metrics}
+    return {"rev": rev, "name": name, "data": data, "error": None, "experiments": experiments}
+
+
+EXP_SHOW = [
+    _record("workspace", None, 0.5, 70.0),  # a copy of the last experiment: not counted
+    _record(
+        "b027",
+        "main",
+        0.3,
+        71.2,
+        experiments=[
+            {"revs": [_record("91ac", "exp-a", 0.5, 70.0)], "executor": None, "name": "exp-a"},
+            {"revs": [_record("04fa", "exp-b", 0.1, 70.8)], "executor": None, "name": "exp-b"},
+            {"revs": [_record("77aa", "exp-c", 0.1, 71.6)], "executor": None, "name": "exp-c"},
+            {"revs": [_record("88bb", "exp-d", 0.2, None)], "executor": None, "name": "exp-d"},
+        ],
+    ),
+]
+
+
+def test_theta_curve_from_exp_show_json(capsys, tmp_path):
+    import csv
+    import json
+
+    from paracl.evaluation.theta_curve import points
+
+    assert {p["name"] for p in points(EXP_SHOW)} == {"main", "exp-a", "exp-b", "exp-c"}
+    exp = tmp_path / "exp.json"
+    exp.write_text(json.dumps(EXP_SHOW))
+    out = tmp_path / "metrics"
+    assert main(["theta-curve", "--input", str(exp), "--out-dir", str(out)]) == 0
+    rows = list(csv.DictReader((out / "theta_curve.csv").open()))
+    assert [r["theta"] for r in rows] == ["0.1", "0.3", "0.5"]  # exp-d has no dev_avg
+    assert float(rows[0]["dev_avg"]) == 71.2 and rows[0]["n_experiments"] == "2"
+    assert rows[0]["experiments"] == "exp-b exp-c"
+    assert [float(r["dev_avg"]) for r in rows[1:]] == [71.2, 70.0]
+    assert (out / "theta_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "theta=0.3" in capsys.readouterr().out
+
+
+def test_theta_curve_without_experiments_fails_clearly(capsys, tmp_path):
+    exp = tmp_path / "exp.json"
+    exp.write_text("[]")
+    assert main(["theta-curve", "--input", str(exp), "--out-dir", str(tmp_path)]) == 1
+    assert "dvc exp run --queue" in capsys.readouterr().err
+    assert not (tmp_path / "theta_curve.csv").exists()
+
+
+def test_preset_command_is_wired(capsys, tmp_path):
+    import shutil
+
+    params = tmp_path / "params.yaml"
+    shutil.copy(REPO / "params.yaml", params)
+    before = params.read_bytes()
+    args = ["preset", "paper-en", "--params", str(params), "--presets-dir", str(REPO / "presets")]
+    assert main([*args, "--dry-run"]) == 0
+    assert "train_contrastive.base_model" in capsys.readouterr().out
+    assert params.read_bytes() == before

@@ -3,6 +3,9 @@
 paracl where                       # every artifact of dvc.yaml and whether it exists
 paracl models                      # packaged offline models this machine has
 paracl score MODEL "s1" "s2"       # cosine similarity of a pair under an encoder
+paracl paraphrase "sentence" --tags "<SIM95><BLEU20>" [--model models/paraphraser]
+paracl preset NAME [--dry-run]     # apply presets/NAME.yaml to params.yaml (validated)
+paracl theta-curve                 # θ sweep (dvc exp show) -> metrics/theta_curve.csv/.png
 """
 
 from __future__ import annotations
@@ -53,6 +56,79 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_paraphrase(args: argparse.Namespace) -> int:
+    import re
+
+    import torch
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from paracl.device import seed_everything, select_device
+    from paracl.roundtrip import paraphraser, tagging
+
+    tags = re.findall(r"<[A-Z]+[0-9_]+>", args.tags)
+    if (
+        "".join(tags) != args.tags.replace(" ", "")
+        or len(tags) != 2
+        or tags[0] not in tagging.SIM_TAGS
+        or tags[1] not in tagging.BLEU_TAGS
+    ):
+        print(
+            f"error: --tags {args.tags!r} must be one SIM tag ({', '.join(tagging.SIM_TAGS)}) "
+            f"followed by one BLEU tag ({', '.join(tagging.BLEU_TAGS)})",
+            file=sys.stderr,
+        )
+        return 1
+    model_dir = Path(args.model)
+    if not (model_dir / "config.json").exists():
+        print(f"error: {model_dir}: no paraphraser here (run train_paraphraser)", file=sys.stderr)
+        return 1
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    unknown = [t for t in tags if t not in tokenizer.get_vocab()]
+    if unknown:
+        print(f"error: {model_dir}: tokenizer has no tag token {unknown[0]}", file=sys.stderr)
+        return 1
+    seed_everything(0)
+    device = select_device(args.device)
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(model_dir)).to(device).eval()
+    with torch.inference_mode():
+        outputs, _ = paraphraser.generate(
+            model,
+            tokenizer,
+            args.sentences,
+            "".join(tags),
+            num_beams=args.num_beams,
+            min_ratio=args.min_ratio,
+            max_ratio=args.max_ratio,
+            device=device,
+        )
+    for out in outputs:
+        print(out)
+    return 0
+
+
+def cmd_preset(args: argparse.Namespace) -> int:
+    from paracl.presets import run_cli
+
+    return run_cli(args)
+
+
+def cmd_theta_curve(args: argparse.Namespace) -> int:
+    import json
+
+    from paracl.evaluation import theta_curve as tc
+
+    try:
+        data = json.loads(Path(args.input).read_text()) if args.input else tc.exp_show_json()
+        rows = tc.theta_curve(data, args.out_dir, args.method, args.metric)
+    except (RuntimeError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    for r in rows:
+        print(f"theta={r['theta']:g}  {args.metric}={r['value']:.2f}  (n={r['n_experiments']})")
+    print(f"wrote {args.out_dir}/theta_curve.csv and {args.out_dir}/theta_curve.png")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="paracl", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -65,6 +141,26 @@ def main(argv: list[str] | None = None) -> int:
     score.add_argument("sentence1")
     score.add_argument("sentence2")
     score.set_defaults(func=cmd_score)
+    para = sub.add_parser("paraphrase", help="paraphrase sentences under <SIM><BLEU> tags")
+    para.add_argument("sentences", nargs="+")
+    para.add_argument("--tags", required=True, help='e.g. "<SIM95><BLEU20>"')
+    para.add_argument("--model", default="models/paraphraser", help="trained paraphraser dir")
+    para.add_argument("--num-beams", type=int, default=20)
+    para.add_argument("--min-ratio", type=float, default=0.75)
+    para.add_argument("--max-ratio", type=float, default=1.5)
+    para.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda", "mps"))
+    para.set_defaults(func=cmd_paraphrase)
+    preset = sub.add_parser("preset", help="apply presets/NAME.yaml to params.yaml")
+    from paracl.presets import add_arguments
+
+    add_arguments(preset)
+    preset.set_defaults(func=cmd_preset)
+    theta = sub.add_parser("theta-curve", help="dev average vs theta over DVC experiments")
+    theta.add_argument("--input", help="saved `dvc exp show --json` output (default: run it)")
+    theta.add_argument("--method", default="ppdb")
+    theta.add_argument("--metric", default="dev_avg")
+    theta.add_argument("--out-dir", default="metrics")
+    theta.set_defaults(func=cmd_theta_curve)
     args = parser.parse_args(argv)
     return args.func(args)
 

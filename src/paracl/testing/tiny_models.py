@@ -237,3 +237,58 @@ def build_tiny_fsmt(out_dir: str | Path, seed: int = 0) -> Path:
     model.save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
     return out_dir
+
+
+def build_tiny_roberta(out_dir: str | Path, seed: int = 0) -> Path:
+    """A tiny random RoBERTa encoder (rinna/japanese-roberta-base's architecture).
+
+    RoBERTa's specials and `<s> A </s>` template are BART's, so it reuses that tokenizer.
+    Positions start after the padding index, hence max_position_embeddings = 128 + 2.
+    """
+    from transformers import RobertaConfig, RobertaModel
+
+    out_dir = Path(out_dir)
+    tok = build_tokenizer("bart")
+    config = RobertaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=130,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    torch.manual_seed(seed)
+    RobertaModel(config).eval().save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
+    return out_dir
+
+
+def build_tiny_deberta_v2(out_dir: str | Path, seed: int = 0, num_labels: int = 1) -> Path:
+    """A tiny random DeBERTa-v2/v3 (microsoft/deberta-v3-large's architecture) with a
+    regression head, saved as a sequence-classification model: the form the STS
+    cross-encoder takes. Uses the BERT-style `[CLS] A [SEP] B [SEP]` tokenizer.
+    """
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+
+    out_dir = Path(out_dir)
+    tok = build_tokenizer("bert")
+    config = DebertaV2Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        relative_attention=True,
+        position_buckets=32,
+        pos_att_type=["p2c", "c2p"],
+        pad_token_id=tok.pad_token_id,
+        num_labels=num_labels,
+    )
+    torch.manual_seed(seed)
+    DebertaV2ForSequenceClassification(config).eval().save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
+    return out_dir

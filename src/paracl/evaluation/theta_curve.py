@@ -1,0 +1,157 @@
+"""The θ curve (PPDB paper, Figure 2): dev average against the paraphrase threshold θ.
+
+A θ sweep is a set of DVC experiments:
+
+    dvc exp run --queue -S theta=0.1,0.2,0.3,0.4,0.5 && dvc queue start
+    paracl theta-curve            # -> metrics/theta_curve.csv + metrics/theta_curve.png
+
+This reads `dvc exp show --json` (every experiment's params and metrics), takes θ from
+params.yaml and `methods.<method>.<metric>` (default `ppdb` / `dev_avg`: the mean dev
+score over the fine-tuned tasks, the quantity the paper selects θ on) from
+metrics/summary.json, and writes one row per θ. Experiments with the same θ (a rerun,
+the workspace next to its committed baseline) are averaged and counted, not plotted twice.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+SUMMARY = "metrics/summary.json"
+
+
+def _records(node: Any) -> Iterator[dict]:
+    """Every experiment record (a dict with 'rev' and 'data') anywhere in exp-show JSON."""
+    if isinstance(node, dict):
+        if "rev" in node and isinstance(node.get("data"), dict):
+            yield node
+        for value in node.values():
+            if isinstance(value, (dict, list)):
+                yield from _records(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _records(value)
+
+
+def points(
+    exp_show: list | dict,
+    method: str = "ppdb",
+    metric: str = "dev_avg",
+    include_workspace: bool = False,
+) -> list[dict[str, Any]]:
+    """(rev, name, theta, value) for each experiment that has both θ and the metric.
+
+    The workspace is left out by default: after `dvc exp run` it is a copy of the last
+    experiment, which would then count twice.
+    """
+    out, seen = [], set()
+    for rec in _records(exp_show):
+        data = rec["data"]
+        rev = data.get("rev") or rec["rev"]
+        if rev == "workspace" and not include_workspace:
+            continue
+        params = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
+        summary = ((data.get("metrics") or {}).get(SUMMARY) or {}).get("data") or {}
+        theta = params.get("theta")
+        value = ((summary.get("methods") or {}).get(method) or {}).get(metric)
+        if theta is None or value is None or rev in seen:
+            continue
+        seen.add(rev)
+        name = rec.get("name") or data.get("name") or rev
+        out.append({"rev": rev, "name": name, "theta": float(theta), "value": float(value)})
+    return out
+
+
+def curve(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per θ (ascending): mean of the metric, how many experiments, their names."""
+    by_theta: dict[float, list[dict]] = {}
+    for p in pts:
+        by_theta.setdefault(p["theta"], []).append(p)
+    rows = []
+    for theta in sorted(by_theta):
+        group = sorted(by_theta[theta], key=lambda p: p["name"])
+        rows.append(
+            {
+                "theta": theta,
+                "value": sum(p["value"] for p in group) / len(group),
+                "n_experiments": len(group),
+                "experiments": " ".join(p["name"] for p in group),
+            }
+        )
+    return rows
+
+
+def write_csv(rows: list[dict], path: str | Path, metric: str = "dev_avg") -> None:
+    """CSV with columns theta, <metric>, n_experiments, experiments (for `dvc plots show`)."""
+    from paracl.io import atomic_path
+
+    with atomic_path(Path(path)) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["theta", metric, "n_experiments", "experiments"])
+        for r in rows:
+            writer.writerow(
+                [r["theta"], round(r["value"], 6), r["n_experiments"], r["experiments"]]
+            )
+
+
+def plot(rows: list[dict], path: str | Path, method: str, metric: str) -> None:
+    """Line plot of the metric against θ, the best θ marked (as the paper's Figure 2)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from paracl.io import atomic_path
+
+    xs, ys = [r["theta"] for r in rows], [r["value"] for r in rows]
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.plot(xs, ys, marker="o")
+    best = max(range(len(rows)), key=lambda i: ys[i])
+    ax.scatter([xs[best]], [ys[best]], s=120, facecolors="none", edgecolors="red", zorder=3)
+    ax.set_xlabel("θ (keep rules with p(d|s) ≥ θ)")
+    ax.set_ylabel(f"{metric} ({method})")
+    ax.set_title("Dev average vs θ")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(Path(path)) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def exp_show_json(repo: str | Path = ".") -> list:
+    """`dvc exp show --json` of the repo (all experiments of the current commit)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "dvc", "exp", "show", "--json"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"dvc exp show --json failed: {result.stderr.strip()}")
+    return json.loads(result.stdout)
+
+
+def theta_curve(
+    exp_show: list | dict,
+    out_dir: str | Path = "metrics",
+    method: str = "ppdb",
+    metric: str = "dev_avg",
+) -> list[dict]:
+    """Write out_dir/theta_curve.csv and .png from exp-show data; return the rows."""
+    rows = curve(points(exp_show, method, metric))
+    if not rows:
+        raise ValueError(
+            f"no experiment has both 'theta' and methods.{method}.{metric} in {SUMMARY} "
+            "(run the sweep first: dvc exp run --queue -S theta=0.1,0.2,0.3 && dvc queue start)"
+        )
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_csv(rows, out_dir / "theta_curve.csv", metric)
+    plot(rows, out_dir / "theta_curve.png", method, metric)
+    return rows

@@ -1,0 +1,267 @@
+"""Named configurations (presets/<name>.yaml) applied to params.yaml in place.
+
+A preset mirrors params.yaml's nesting and holds only the keys it changes. Applying it
+deep-merges it into params.yaml (mappings merge key by key; a list or a scalar replaces
+the old value) with ruamel.yaml's round-trip mode, so comments and key order survive and
+`git diff params.yaml` shows exactly what the preset changed. The merged result is
+validated with `paracl.params.validate` first; an invalid result writes nothing.
+
+    paracl preset paper-en --dry-run     # list the keys that would change
+    paracl preset paper-en               # rewrite params.yaml, then `dvc repro` / `dvc exp run`
+
+Why in place rather than a second params file: `dvc exp run`, `dvc params diff` and every
+stage read params.yaml, so one file stays the single record of what a run used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from paracl.params import ParamsError, validate
+
+PRESETS_DIR = Path("presets")
+
+# Every model a preset can name -> its transformers architecture. tests/test_presets.py
+# builds a tiny random model of each architecture and runs the code path the preset
+# uses it for, and fails when a preset names a model missing from this table.
+ARCHITECTURES: dict[str, str] = {
+    "bert-base-uncased": "bert",
+    "sentence-transformers/all-MiniLM-L6-v2": "bert",
+    "rinna/japanese-roberta-base": "roberta",
+    "gpt2": "gpt2",
+    "rinna/japanese-gpt2-medium": "gpt2",
+    "t5-base": "t5",
+    "sonoisa/t5-base-japanese-v1.1": "t5",
+    "facebook/bart-base": "bart",
+    "facebook/wmt19-en-de": "fsmt",
+    "facebook/wmt19-de-en": "fsmt",
+    "microsoft/deberta-v3-large": "deberta-v2",
+}
+
+# params keys (dotted) that name a model, and what the pipeline does with that model.
+MODEL_KEYS: dict[str, str] = {
+    "train_contrastive.base_model": "encoder",  # sentence-transformers bi-encoder
+    "rank_fluency.model.en": "causal_lm",  # perplexity (paraphrase.fluency)
+    "rank_fluency.model.ja": "causal_lm",
+    "adapt_t5.model.en": "t5_filler",  # sentinel blanks filled (negatives.generate)
+    "adapt_t5.model.ja": "t5_filler",
+    "roundtrip.forward_model": "translation",  # sampled translation (roundtrip.translate)
+    "roundtrip.backward_model": "translation",
+    "train_sts_scorer.base_model": "cross_encoder",  # CrossEncoder STS scorer
+    "train_paraphraser.base_model": "paraphraser",  # tagged generation (roundtrip.paraphraser)
+}
+
+
+def _yaml():
+    from ruamel.yaml import YAML
+
+    y = YAML()  # round-trip: keeps comments, order, flow style
+    y.preserve_quotes = True
+    y.width = 100
+    y.representer.add_representer(  # `null`, as params.yaml writes it, not an empty value
+        type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null")
+    )
+    return y
+
+
+_TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*):")
+
+
+def _blocks(text: str) -> tuple[str, dict[str, str]]:
+    """(the text before the first top-level key, {top-level key: its lines up to the next})."""
+    head: list[str] = []
+    blocks: dict[str, list[str]] = {}
+    current = head
+    for line in text.splitlines(keepends=True):
+        match = _TOP_KEY.match(line)
+        if match:
+            current = blocks.setdefault(match.group(1), [])
+        current.append(line)
+    return "".join(head), {key: "".join(lines) for key, lines in blocks.items()}
+
+
+def _keep_untouched(original: str, dumped: str, touched: set[str]) -> str:
+    """`dumped` with every top-level section the preset did not touch restored byte for
+    byte from `original`: ruamel re-wraps long flow lists, and a preset should change
+    only the lines it means to."""
+    head, old = _blocks(original)
+    _, new = _blocks(dumped)
+    return head + "".join(
+        old[key] if key not in touched and key in old else block for key, block in new.items()
+    )
+
+
+def deep_merge(base: Any, override: Any) -> Any:
+    """A copy of `base` with `override` merged in: mappings recurse, anything else replaces."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        merged = copy.deepcopy(base)
+        for key, value in override.items():
+            merged[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
+        return merged
+    return copy.deepcopy(override)
+
+
+def _plain(value: Any) -> Any:
+    """ruamel's commented containers -> plain dict/list (for validation and printing)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _leaves(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            yield from _leaves(sub, f"{prefix}{key}.")
+    else:
+        yield prefix[:-1], value
+
+
+def changes(base: dict, preset: dict) -> list[tuple[str, Any, Any]]:
+    """(dotted key, old value, new value) for every leaf the preset actually changes."""
+    out = []
+    for key, new in _leaves(_plain(preset)):
+        old: Any = _plain(base)
+        for part in key.split("."):
+            old = old.get(part, "<absent>") if isinstance(old, dict) else "<absent>"
+        if old != new:
+            out.append((key, old, new))
+    return out
+
+
+def _flow(value: Any) -> Any:
+    """Lists and mappings a preset inserts, in flow style (`[a, b]`) like params.yaml's."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    if isinstance(value, (list, dict)):
+        node = (
+            CommentedSeq([_flow(v) for v in value])
+            if isinstance(value, list)
+            else CommentedMap((k, _flow(v)) for k, v in value.items())
+        )
+        node.fa.set_flow_style()
+        return node
+    return value
+
+
+def _merge_into(node, override) -> None:
+    """Merge `override` into the ruamel node in place (keeps comments on untouched keys)."""
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(node.get(key), dict):
+            _merge_into(node[key], value)
+        else:
+            node[key] = _flow(value)
+
+
+def load_preset(name_or_path: str | Path, presets_dir: str | Path = PRESETS_DIR) -> dict:
+    """The preset as plain data; `name` means presets_dir/<name>.yaml."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = Path(presets_dir) / f"{name_or_path}.yaml"
+    if not path.exists():
+        known = sorted(p.stem for p in Path(presets_dir).glob("*.yaml"))
+        raise ParamsError(f"{path}: preset not found (known: {', '.join(known) or 'none'})")
+    data = _yaml().load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ParamsError(f"{path}: a preset must be a mapping like params.yaml")
+    return _plain(data)
+
+
+def merged_params(params_path: str | Path, preset: dict) -> dict:
+    """params.yaml with the preset merged in, validated (raises ParamsError naming the key)."""
+    base = _plain(_yaml().load(Path(params_path).read_text(encoding="utf-8")))
+    merged = deep_merge(base, preset)
+    validate(merged)
+    return merged
+
+
+def apply_preset(
+    preset: dict, params_path: str | Path = "params.yaml", dry_run: bool = False
+) -> list[tuple[str, Any, Any]]:
+    """Merge `preset` into params.yaml in place; return the changed keys.
+
+    Validation runs on the merged result before anything is written: an invalid preset
+    raises ParamsError (naming the key) and leaves params.yaml untouched.
+    """
+    from paracl.io import atomic_path
+
+    params_path = Path(params_path)
+    if not params_path.is_file():
+        raise ParamsError(f"{params_path}: file not found")
+    y = _yaml()
+    doc = y.load(params_path.read_text(encoding="utf-8"))
+    try:
+        validate(deep_merge(_plain(doc), preset))
+    except ParamsError as err:
+        raise ParamsError(f"{params_path} + preset: {err}") from None
+    changed = changes(doc, preset)
+    if dry_run or not changed:
+        return changed
+    original = params_path.read_text(encoding="utf-8")
+    _merge_into(doc, preset)
+    buf = io.StringIO()
+    y.dump(doc, buf)
+    touched = {key.split(".")[0] for key, _, _ in changed}
+    text = _keep_untouched(original, buf.getvalue(), touched)
+    with atomic_path(params_path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return changed
+
+
+def is_hub_id(value: str) -> bool:
+    """A hub id (`gpt2`, `org/name`), not a stand-in (`tiny-random:t5`) or a local directory."""
+    local = value.startswith(("/", ".", "~", "models/", "data/")) or Path(value).is_dir()
+    return not local and not value.startswith("tiny-random:")
+
+
+def preset_models(preset: dict) -> list[tuple[str, str, str]]:
+    """(params key, hub id, role) for every hub model the preset names."""
+    out = []
+    for key, role in MODEL_KEYS.items():
+        node: Any = preset
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, str) and is_hub_id(node):
+            out.append((key, node, role))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="paracl preset", description=__doc__.split("\n")[0])
+    add_arguments(parser)
+    return run_cli(parser.parse_args(argv))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", help="presets/<name>.yaml, or a path to a preset file")
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--presets-dir", default=str(PRESETS_DIR))
+    parser.add_argument("--dry-run", action="store_true", help="print the changes only")
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    try:
+        preset = load_preset(args.name, args.presets_dir)
+        changed = apply_preset(preset, args.params, dry_run=args.dry_run)
+    except ParamsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    for key, old, new in changed:
+        old_text = old if old == "<absent>" else json.dumps(old, ensure_ascii=False)
+        print(f"{key}: {old_text} -> {json.dumps(new, ensure_ascii=False)}")
+    verb = "would change" if args.dry_run else "changed"
+    print(f"{args.params}: {verb} {len(changed)} key(s) (preset {args.name})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""Presets: every preset merges into valid params, applying keeps comments, invalid ones are
+refused without touching params.yaml, and every model a preset names has its architecture
+covered by a tiny random model run through the code path the preset uses it for."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from paracl import presets
+from paracl.params import ParamsError, validate
+
+REPO = Path(__file__).resolve().parents[1]
+PRESET_FILES = sorted((REPO / "presets").glob("*.yaml"))
+PAPER_PRESETS = [p for p in PRESET_FILES if p.stem.startswith("paper-")]
+
+
+@pytest.fixture
+def params_copy(tmp_path) -> Path:
+    path = tmp_path / "params.yaml"
+    shutil.copy(REPO / "params.yaml", path)
+    return path
+
+
+def test_paper_presets_exist():
+    assert {p.stem for p in PAPER_PRESETS} >= {"paper-en", "paper-ja"}
+
+
+@pytest.mark.parametrize("path", PRESET_FILES, ids=lambda p: p.stem)
+def test_preset_merges_into_valid_params(path):
+    base = yaml.safe_load((REPO / "params.yaml").read_text())
+    merged = presets.deep_merge(base, presets.load_preset(path))
+    validate(merged)  # raises ParamsError naming the key
+
+
+def test_deep_merge_merges_mappings_and_replaces_lists():
+    base = {"a": {"x": 1, "y": [1, 2]}, "b": 2}
+    out = presets.deep_merge(base, {"a": {"y": [3]}, "c": {"z": 1}})
+    assert out == {"a": {"x": 1, "y": [3]}, "b": 2, "c": {"z": 1}}
+    assert base == {"a": {"x": 1, "y": [1, 2]}, "b": 2}  # input untouched
+
+
+def test_paper_en_sets_the_papers_models():
+    merged = presets.merged_params(REPO / "params.yaml", presets.load_preset(PAPER_PRESETS[0]))
+    assert merged["lang"] == "en"
+    assert merged["train_contrastive"]["base_model"] == "bert-base-uncased"
+    assert merged["rank_fluency"]["model"]["en"] == "gpt2"
+    assert merged["train_sts_scorer"]["n_seeds"] == 10
+    assert merged["evaluate"]["seeds"] == [1, 2, 3, 4, 5]
+    # a mapping merges: the default methods stay, the preset's are added
+    assert {"none", "ppdb", "roundtrip", "ams"} <= set(merged["train_contrastive"]["methods"])
+
+
+def test_apply_keeps_comments_and_order(params_copy, capsys):
+    before = params_copy.read_text()
+    order = list(yaml.safe_load(before))
+    changed = presets.apply_preset(presets.load_preset("paper-en", REPO / "presets"), params_copy)
+    after = params_copy.read_text()
+    assert changed and after != before
+    for comment in ("# paracl parameters.", "# keep paraphrase rules with p(d|s) >= theta"):
+        assert comment in after
+    loaded = yaml.safe_load(after)
+    assert list(loaded) == order
+    assert loaded["train_paraphraser"]["base_model"] == "facebook/bart-base"
+    assert "tasks: [unsup_sts_en, pi_en, esci_en" in after  # lists stay in flow style
+    validate(loaded)
+    # applying again changes nothing
+    assert presets.apply_preset(presets.load_preset(PAPER_PRESETS[0]), params_copy) == []
+
+
+@pytest.mark.parametrize(
+    "bad, key",
+    [({"theta": 1.7}, "'theta'"), ({"evaluate": {"sedes": [1]}}, "evaluate.sedes")],
+)
+def test_invalid_preset_is_refused_and_params_untouched(params_copy, bad, key):
+    before = params_copy.read_bytes()
+    with pytest.raises(ParamsError, match=key.replace(".", r"\.")):
+        presets.apply_preset(bad, params_copy)
+    assert params_copy.read_bytes() == before
+
+
+def test_cli_dry_run_writes_nothing(params_copy, tmp_path, capsys):
+    from paracl.cli import main
+
+    before = params_copy.read_bytes()
+    args = ["preset", "paper-ja", "--params", str(params_copy), "--presets-dir"]
+    assert main([*args, str(REPO / "presets"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert 'lang: "en" -> "ja"' in out and "would change" in out
+    assert params_copy.read_bytes() == before
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("corrupt:\n  num_beams: 0\n")
+    assert main(["preset", str(bad), "--params", str(params_copy)]) == 1
+    assert "corrupt.num_beams" in capsys.readouterr().err
+    assert params_copy.read_bytes() == before
+    assert main([*args, str(REPO / "presets")]) == 0
+    assert yaml.safe_load(params_copy.read_text())["lang"] == "ja"
+
+
+# -- every architecture a preset names, on a tiny random model ------------------------------
+
+NAMED = sorted(
+    {
+        (mid, role)
+        for p in PRESET_FILES
+        for _, mid, role in presets.preset_models(yaml.safe_load(p.read_text()))
+    }
+)
+USES = sorted({(presets.ARCHITECTURES.get(mid, "?"), role) for mid, role in NAMED})
+
+
+def test_every_named_model_has_a_known_architecture():
+    assert NAMED, "the presets name no model"
+    unknown = [mid for mid, _ in NAMED if mid not in presets.ARCHITECTURES]
+    assert not unknown, f"add these to paracl.presets.ARCHITECTURES: {unknown}"
+
+
+def _build(arch: str, request, tmp_path_factory) -> Path:
+    from paracl.testing import tiny_models
+
+    if arch in ("bert", "gpt2", "t5", "bart", "fsmt"):
+        return request.getfixturevalue(f"tiny_{arch}")
+    out = tmp_path_factory.mktemp(f"tiny-{arch}")
+    if arch == "roberta":
+        return tiny_models.build_tiny_roberta(out)
+    if arch == "deberta-v2":
+        return tiny_models.build_tiny_deberta_v2(out)
+    raise AssertionError(f"no tiny builder for {arch}")
+
+
+@pytest.mark.parametrize("arch, role", USES, ids=[f"{a}-{r}" for a, r in USES])
+def test_architecture_runs_its_code_path(arch, role, request, tmp_path_factory):
+    path = _build(arch, request, tmp_path_factory)
+    texts = ["a man is playing a guitar .", "猫はマットの上に座っていた。"]
+    if role == "encoder":
+        from sentence_transformers import SentenceTransformer
+
+        emb = SentenceTransformer(str(path), device="cpu").encode(texts)
+        assert emb.shape == (2, 32) and np.isfinite(emb).all()
+    elif role == "causal_lm":
+        from paracl.paraphrase.fluency import PerplexityScorer
+
+        ppl = PerplexityScorer(path, batch_size=2).score(texts)
+        assert np.isfinite(ppl).all() and (ppl > 1).all()
+    elif role == "cross_encoder":
+        from paracl.roundtrip import sts_scorer
+
+        scores = sts_scorer.predict(sts_scorer.load_scorer(path), [(texts[0], texts[1])] * 2)
+        assert scores.shape == (2,) and ((scores >= 0) & (scores <= 1)).all()
+        assert scores[0] == pytest.approx(scores[1])
+    elif role == "t5_filler":
+        import torch
+
+        from paracl.negatives.generate import T5Filler
+
+        filler = T5Filler(str(path), torch.device("cpu"))
+        out = filler.fill(
+            ["a man <extra_id_0> a guitar ."],
+            [1],
+            num_beams=2,
+            num_return_sequences=2,
+            max_fill_tokens=3,
+        )
+        assert len(out) == 1 and len(out[0]) == 2
+    elif role == "translation":
+        from paracl.roundtrip.translate import Sampling, Translator
+
+        out = Translator(path).translate(texts[:1], Sampling(20, 3.0), seed=0, max_new_tokens=6)
+        assert len(out) == 1 and isinstance(out[0], str)
+    elif role == "paraphraser":
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+        from paracl.roundtrip import paraphraser
+
+        tok = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForSeq2SeqLM.from_pretrained(path).eval()
+        paraphraser.add_tag_tokens(tok, model)
+        outs, counts = paraphraser.generate(model, tok, texts[:1], "<SIM95><BLEU20>", num_beams=2)
+        assert len(outs) == 1 and counts[0] >= 1
+    else:
+        raise AssertionError(f"no code path tested for role {role}")
