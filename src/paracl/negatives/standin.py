@@ -11,6 +11,7 @@ then real fills by a real (small) T5, not paper-quality ones. Metrics flag it
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +25,38 @@ N_SENTINELS = 100  # as t5-base
 
 def is_standin(model_id: str) -> bool:
     return model_id.startswith("tiny-random:")
+
+
+def _canonical_unigram(tok, n_special: int):
+    """The trained Unigram tokenizer with its pieces in an order fixed by the corpus alone.
+
+    The `tokenizers` Unigram trainer walks hash maps: its scores differ between runs in the
+    last bits, and the characters it appends at the end get scores stepping down by 1e-4 in
+    hash order, so piece order (token ids) and scores change from run to run and nothing
+    downstream is byte-identical. Here scores are rounded, then every run of scores less
+    than 1e-3 apart gets its pieces in alphabetical order with the same scores, sorted, as
+    before. The special tokens stay first (their ids must not move).
+    """
+    from tokenizers import Tokenizer
+
+    spec = json.loads(tok.to_str())
+    vocab = spec["model"]["vocab"]
+    pieces = sorted(([p, round(s, 8)] for p, s in vocab[n_special:]), key=lambda v: -v[1])
+    groups: list[list[list]] = []
+    for piece in pieces:
+        if groups and groups[-1][-1][1] - piece[1] < 1e-3:
+            groups[-1].append(piece)
+        else:
+            groups.append([piece])
+    ordered = [
+        [p, s]
+        for g in groups
+        for p, s in zip(
+            sorted(p for p, _ in g), sorted((s for _, s in g), reverse=True), strict=True
+        )
+    ]
+    spec["model"]["vocab"] = vocab[:n_special] + ordered
+    return Tokenizer.from_str(json.dumps(spec))
 
 
 def build_standin_t5(
@@ -50,6 +83,7 @@ def build_standin_t5(
         show_progress=False,
     )
     tok.train_from_iterator(list(texts), trainer=trainer)
+    tok = _canonical_unigram(tok, len(specials) + len(sentinels))
     tok.post_processor = processors.TemplateProcessing(
         single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", tok.token_to_id("</s>"))]
     )

@@ -1,0 +1,76 @@
+"""Helpers for the whole-pipeline smoke tests: a fresh project copy with the smoke preset
+applied and the tiny models built, and byte snapshots of its artifacts."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from paracl.testing.tiny_models import build_tiny_model
+
+REPO = Path(__file__).resolve().parents[1]
+SMOKE = REPO / "presets" / "smoke.yaml"
+# Directories the smoke preset names as models (relative to the project root).
+TINY_MODELS = {"gpt2": "models/tiny/gpt2", "bert": "models/tiny/bert"}
+
+
+def deep_merge(base: dict, overlay: dict) -> dict:
+    """`overlay` over `base`: mappings merge key by key, anything else (lists too) replaces."""
+    merged = dict(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def apply_smoke_preset(project: Path) -> dict:
+    """Deep-merge presets/smoke.yaml into the project's params.yaml; return the result."""
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params = deep_merge(params, yaml.safe_load(SMOKE.read_text()))
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return params
+
+
+def build_smoke_models(project: Path, cache: Path) -> None:
+    """The tiny GPT-2/BERT the preset names, built once into `cache`, copied per project."""
+    for arch, rel in TINY_MODELS.items():
+        built = cache / arch
+        if not built.is_dir():
+            build_tiny_model(arch, built)
+        shutil.copytree(built, project / rel)
+
+
+def smoke_project(dest: Path, model_cache: Path) -> Path:
+    """A fresh copy of the project (git repo, no stage outputs) set up for the smoke run."""
+    from test_pipeline_dvc import copy_project
+
+    dest.mkdir(parents=True)
+    copy_project(dest)
+    # Stage outputs an untracked working copy may hold must not leak into the run.
+    for out in ("data", "models", "metrics"):
+        for path in sorted((dest / out).glob("*")):
+            if path.name != ".gitkeep":
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+    apply_smoke_preset(dest)
+    build_smoke_models(dest, model_cache)
+    # A checkout has a commit; dvclive (train_contrastive's curves) fails in an empty repo.
+    git = ["git", "-c", "user.name=paracl", "-c", "user.email=paracl@localhost"]
+    subprocess.run([*git, "add", "-A"], cwd=dest, check=True, capture_output=True)
+    subprocess.run([*git, "commit", "-qm", "smoke"], cwd=dest, check=True, capture_output=True)
+    return dest
+
+
+def snapshot(project: Path) -> dict[str, str]:
+    """sha256 of every Parquet file under data/ (shard dirs too) and metrics/**/*.json."""
+    files = [*project.glob("data/**/*.parquet"), *project.glob("metrics/**/*.json")]
+    return {
+        str(p.relative_to(project)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(files)
+        if p.is_file()
+    }
