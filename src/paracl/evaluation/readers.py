@@ -115,45 +115,41 @@ def read_sts_year(folder: str | Path) -> dict[str, pd.DataFrame]:
     return subsets
 
 
-def read_sick(path: str | Path) -> pd.DataFrame:
-    """SICK.txt: columns by header name; label = relatedness, entailment lower-cased."""
-    idx = _header_index(
-        path,
-        ["sentence_A", "sentence_B", "entailment_label", "relatedness_score", "SemEval_set"],
-    )
+def _read_sick_layout(path: str | Path, a: str, b: str, score: str, label: str, split: str):
+    """SICK and JSICK share one layout under different column names (read by header)."""
+    idx = _header_index(path, [split, a, b, label, score])
     n = max(idx.values()) + 1
     rows = [
         (
-            p[idx["sentence_A"]],
-            p[idx["sentence_B"]],
-            _float(p[idx["relatedness_score"]], path, i),
-            p[idx["entailment_label"]].lower(),
-            p[idx["SemEval_set"]].lower(),
+            p[idx[a]],
+            p[idx[b]],
+            _float(p[idx[score]], path, i),
+            p[idx[label]].lower(),
+            p[idx[split]].lower(),
         )
         for i, p in _fields(path, n, header=True)
     ]
     return pd.DataFrame(rows, columns=[*COLUMNS, "entailment", "split"])
+
+
+def read_sick(path: str | Path) -> pd.DataFrame:
+    """SICK.txt: columns by header name; label = relatedness, entailment lower-cased."""
+    return _read_sick_layout(
+        path, "sentence_A", "sentence_B", "relatedness_score", "entailment_label", "SemEval_set"
+    )
 
 
 def read_jsick(path: str | Path) -> pd.DataFrame:
     """JSICK jsick.tsv/test.tsv: Japanese sentences, relatedness and entailment; split
     from the `data` column (train, trial, test)."""
-    idx = _header_index(
+    return _read_sick_layout(
         path,
-        ["data", "sentence_A_Ja", "sentence_B_Ja", "entailment_label_Ja", "relatedness_score_Ja"],
+        "sentence_A_Ja",
+        "sentence_B_Ja",
+        "relatedness_score_Ja",
+        "entailment_label_Ja",
+        "data",
     )
-    n = max(idx.values()) + 1
-    rows = [
-        (
-            p[idx["sentence_A_Ja"]],
-            p[idx["sentence_B_Ja"]],
-            _float(p[idx["relatedness_score_Ja"]], path, i),
-            p[idx["entailment_label_Ja"]].lower(),
-            p[idx["data"]].lower(),
-        )
-        for i, p in _fields(path, n, header=True)
-    ]
-    return pd.DataFrame(rows, columns=[*COLUMNS, "entailment", "split"])
 
 
 def read_jglue(path: str | Path) -> pd.DataFrame:
