@@ -88,6 +88,19 @@ def build_tokenizer(arch: str, vocab_size: int = 400) -> PreTrainedTokenizerFast
     return PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
 
 
+# BART and Marian share one encoder-decoder layout; only their special-token ids differ.
+SEQ2SEQ_SIZES = {
+    "d_model": 32,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 2,
+    "decoder_attention_heads": 2,
+    "encoder_ffn_dim": 64,
+    "decoder_ffn_dim": 64,
+    "max_position_embeddings": 128,
+}
+
+
 def _config(arch: str, tok: PreTrainedTokenizerFast):
     """A small config of the real architecture, sized to the tokenizer."""
     from transformers import BartConfig, BertConfig, GPT2Config, MarianConfig, T5Config
@@ -128,14 +141,7 @@ def _config(arch: str, tok: PreTrainedTokenizerFast):
     if arch == "bart":
         return BartConfig(
             vocab_size=vocab,
-            d_model=32,
-            encoder_layers=2,
-            decoder_layers=2,
-            encoder_attention_heads=2,
-            decoder_attention_heads=2,
-            encoder_ffn_dim=64,
-            decoder_ffn_dim=64,
-            max_position_embeddings=128,
+            **SEQ2SEQ_SIZES,
             pad_token_id=tok.pad_token_id,
             bos_token_id=tok.bos_token_id,
             eos_token_id=tok.eos_token_id,
@@ -145,14 +151,7 @@ def _config(arch: str, tok: PreTrainedTokenizerFast):
     if arch == "marian":
         return MarianConfig(
             vocab_size=vocab,
-            d_model=32,
-            encoder_layers=2,
-            decoder_layers=2,
-            encoder_attention_heads=2,
-            decoder_attention_heads=2,
-            encoder_ffn_dim=64,
-            decoder_ffn_dim=64,
-            max_position_embeddings=128,
+            **SEQ2SEQ_SIZES,
             pad_token_id=tok.pad_token_id,
             eos_token_id=tok.eos_token_id,
             decoder_start_token_id=tok.pad_token_id,
