@@ -1,22 +1,34 @@
-"""Stage corrupt: corpus + models/t5_adapted → data/negatives/negatives.parquet.
+"""Stage corrupt: corpus + models/t5_adapted → data/negatives/negatives.parquet (shard dir).
 
 Noun chunks (spaCy / GiNZA) of each sampled anchor are replaced by T5 sentinels and T5
 fills them by beam search; each returned sequence is a hard negative (JCSE §3.2).
+
+Runs through paracl.distributed.sharded.map_shards as a model stage: each worker (a Ray
+actor on `executor: ray`, the driver process locally) loads the chunker and T5 once and
+corrupts whole shards of `corrupt.shard_size` anchors. The seeded anchor sample is drawn
+on the driver from the `lang` column alone and (id, text) is streamed: the driver holds
+max_sentences sample positions and the shards in flight, never the corpus. The output
+bytes depend on shard_size (shard boundaries), not on the engine or the worker count.
+The workers read the model from models/t5_adapted (on a cluster: a path every node
+can read, e.g. a shared filesystem or Ray's runtime_env working_dir).
 """
 
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
-import torch
+import pandas as pd
 
 from paracl import schemas
-from paracl.device import seed_everything, select_device
-from paracl.io import write_json, write_parquet
-from paracl.negatives.chunks import PIPELINES, load_pipeline
-from paracl.negatives.generate import T5Filler
-from paracl.negatives.pipeline import CorruptConfig, corrupt, sample_corpus
+from paracl.device import seed_everything
+from paracl.distributed.sharded import Engine, map_shards, stream_shards
+from paracl.io import fingerprint, iter_batches, write_json
+from paracl.negatives.chunks import PIPELINES
+from paracl.negatives.pipeline import CorruptConfig, iter_sample, merge_stats
+from paracl.negatives.sharded import corrupt_shard, init_worker, shard_stats
 from paracl.params import ParamsError
+from paracl.roundtrip.sample import input_checksum
 from paracl.stage import run
 
 CORPUS = "data/corpus/sentences.parquet"
@@ -30,12 +42,8 @@ log = logging.getLogger("corrupt")
 def main(params: dict) -> None:
     cfg, lang, seed = params["corrupt"], params["lang"], params["seed"]
     seed_everything(seed)
-    if cfg["threads"]:
-        torch.set_num_threads(cfg["threads"])
-    device = select_device(params["device"])
     info_path = Path(MODEL) / "paracl_t5.json"
     info = json.loads(info_path.read_text()) if info_path.exists() else {"model": MODEL}
-    anchors = sample_corpus(CORPUS, lang, cfg["max_sentences"], seed)
     ccfg = CorruptConfig(
         num_beams=cfg["num_beams"],
         num_return_sequences=cfg["num_return_sequences"],
@@ -49,12 +57,36 @@ def main(params: dict) -> None:
             f"params.yaml: 'corrupt.num_return_sequences' ({ccfg.num_return_sequences}) "
             f"must be <= 'corrupt.num_beams' ({ccfg.num_beams})"
         )
-    if anchors.empty:
-        log.warning("%s has no sentence of lang %r: writing an empty negatives file", CORPUS, lang)
-    filler = T5Filler(MODEL, device)
-    rows, stats = corrupt(anchors, load_pipeline(lang), filler, ccfg)
+    key = fingerprint(cfg, seed, lang, input_checksum(CORPUS), input_checksum(MODEL))
+    n_anchors = 0
+
+    def shards() -> Iterator[pd.DataFrame]:
+        nonlocal n_anchors
+        anchors = iter_sample(CORPUS, lang, cfg["max_sentences"], seed)
+        for shard in stream_shards(anchors, cfg["shard_size"]):
+            n_anchors += len(shard)
+            yield shard
+
     meta = {"model": info, "chunker": PIPELINES[lang], "lang": lang, "seed": seed, "params": cfg}
-    write_parquet(rows, OUT, schemas.NEGATIVES, metadata=meta)
+    manifest = map_shards(
+        corrupt_shard,
+        shards(),
+        out=OUT,
+        schema=schemas.NEGATIVES,
+        key=key,
+        engine=Engine.from_params(params),
+        metadata=meta,
+        model=True,
+        init=init_worker,
+        init_args=(str(Path(MODEL).resolve()), lang, params["device"], cfg["threads"], ccfg),
+        desc="corrupt shards",
+    )
+    if n_anchors == 0:
+        log.warning(
+            "%s has no sentence of lang %r: wrote an empty negatives artifact", CORPUS, lang
+        )
+    stats = merge_stats(shard_stats(OUT))
+    first = next(iter_batches(OUT, batch_size=5, schema=schemas.NEGATIVES), pd.DataFrame())
     metrics = {
         **stats,
         "model": info.get("model"),
@@ -62,7 +94,10 @@ def main(params: dict) -> None:
         "adapted": bool(info.get("adapted", False)),
         "chunker": PIPELINES[lang],
         "lang": lang,
-        "examples": rows.head(5)[["text", "masked", "negative"]].to_dict("records"),
+        "n_shards": len(manifest["shards"]),
+        "examples": first.head(5)[["text", "masked", "negative"]].to_dict("records")
+        if len(first)
+        else [],
     }
     write_json(metrics, METRICS)
     log.info(

@@ -2,22 +2,37 @@
 
 Each output is scored like the tagger scores candidates (STS ×100, sentence BLEU ×100),
 so the metrics and the heatmap (paper Figure 3) show whether the tags were obeyed.
+
+Runs through paracl.distributed.sharded.map_shards as a model stage: each worker (a Ray
+actor on `executor: ray`, the driver process locally) loads the BART paraphraser and the
+STS scorer once (from models/paraphraser and models/sts_scorer: on a cluster, paths
+every node can read) and handles whole shards of `shard_size` sentences, all tag pairs
+of a shard together (rows: shard by shard, tag-major within a shard). The seeded
+max_sentences sample is drawn on the driver from the id column alone and (id, text) is
+streamed. The driver holds the corpus ids while drawing, the picked ids, the shards in
+flight, and afterwards one (sim, bleu) pair and two token counts per generated row for
+the metrics and the heatmap. Output bytes depend on shard_size, not on the engine.
 """
 
 import json
 import logging
 import re
 import shutil
+from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from paracl import schemas
-from paracl.device import seed_everything, select_device
-from paracl.io import ArtifactError, read_parquet, write_json, write_parquet
+from paracl.device import seed_everything
+from paracl.distributed.sharded import Engine, map_shards, stream_shards
+from paracl.io import ArtifactError, fingerprint, iter_batches, write_json
 from paracl.params import ParamsError
-from paracl.roundtrip import heatmap, paraphraser, sts_scorer, tagging
+from paracl.roundtrip import heatmap, paraphraser, tagging
+from paracl.roundtrip.paraphraser import generate_shard, init_worker
+from paracl.roundtrip.sample import input_checksum, sampled_sentences
 from paracl.stage import run
 
 log = logging.getLogger("generate_paraphrases")
@@ -59,67 +74,71 @@ def main(params: dict) -> None:
     if not info_path.exists():
         raise ArtifactError(f"{info_path}: not found (run train_paraphraser)")
     info = json.loads(info_path.read_text())
-    device = select_device(params["device"])
-    corpus = read_parquet(CORPUS, schemas.CORPUS, columns=["id", "text"]).sort_values(
-        "id", kind="stable"
+    key = fingerprint(
+        cfg, seed, lang, input_checksum(CORPUS), input_checksum(MODEL), input_checksum(SCORER)
     )
-    if cfg["max_sentences"] is not None and len(corpus) > cfg["max_sentences"]:
-        corpus = corpus.sample(n=cfg["max_sentences"], random_state=seed).sort_values("id")
-    corpus = corpus.reset_index(drop=True)
+    n_sentences = 0
 
-    rows = []
+    def shards() -> Iterator[pd.DataFrame]:
+        nonlocal n_sentences
+        if not info["trained"]:
+            return
+        sample = sampled_sentences(CORPUS, cfg["max_sentences"], seed)
+        for shard in stream_shards(sample, cfg["shard_size"]):
+            n_sentences += len(shard)
+            yield shard
+
     if not info["trained"]:
         log.warning(
             "the paraphraser was not trained (%d training pairs): writing an empty %s",
             info["n_train"],
             OUT,
         )
-    else:
-        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    gen = {
+        "num_beams": cfg["num_beams"],
+        "min_ratio": cfg["min_ratio"],
+        "max_ratio": cfg["max_ratio"],
+        "batch_size": cfg["batch_size"],
+        "max_length": cfg["max_length"],
+    }
+    manifest = map_shards(
+        generate_shard,
+        shards(),
+        out=OUT,
+        schema=schemas.GENERATED_PARAPHRASES,
+        key=key,
+        engine=Engine.from_params(params),
+        metadata={"params": cfg, "paraphraser": info},
+        model=True,
+        init=init_worker if info["trained"] else None,
+        init_args=(
+            str(MODEL.resolve()),
+            str(SCORER.resolve()),
+            params["device"],
+            lang,
+            [s + b for s, b in requested],
+            gen,
+        ),
+        desc="generate shards",
+    )
+    summarize(params, requested, info, n_sentences, manifest)
 
-        tokenizer = AutoTokenizer.from_pretrained(str(MODEL))
-        model = AutoModelForSeq2SeqLM.from_pretrained(str(MODEL)).to(device).eval()
-        scorer = sts_scorer.load_scorer(SCORER, str(device))
-        texts = corpus["text"].tolist()
-        for sim_tag, bleu_tag in requested:
-            outputs, counts = paraphraser.generate(
-                model,
-                tokenizer,
-                texts,
-                sim_tag + bleu_tag,
-                num_beams=cfg["num_beams"],
-                min_ratio=cfg["min_ratio"],
-                max_ratio=cfg["max_ratio"],
-                batch_size=cfg["batch_size"],
-                max_length=cfg["max_length"],
-                device=device,
-            )
-            n_in = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
-            sim, bleu = tagging.score_pairs(
-                texts, outputs, lambda pairs: sts_scorer.predict(scorer, pairs), lang
-            )
-            rows.append(
-                pd.DataFrame(
-                    {
-                        "id": corpus["id"],
-                        "text": texts,
-                        "paraphrase": outputs,
-                        "tags": sim_tag + bleu_tag,
-                        "sim": sim,
-                        "bleu": bleu,
-                        "n_input_tokens": np.array(n_in, dtype=np.int32),
-                        "n_output_tokens": np.array(counts, dtype=np.int32),
-                    }
-                )
-            )
-    frame = (
-        pd.concat(rows, ignore_index=True)
-        if rows
-        else schemas.GENERATED_PARAPHRASES.empty_table().to_pandas()
-    )
-    write_parquet(
-        frame, OUT, schemas.GENERATED_PARAPHRASES, metadata={"params": cfg, "paraphraser": info}
-    )
+
+def summarize(params: dict, requested, info: dict, n_sentences: int, manifest: dict) -> None:
+    """Metrics and heatmaps from the artifact, streamed (a few numbers per row held)."""
+    lang, min_words = params["lang"], params["tag"]["heatmap_min_words"]
+    cols: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for batch in iter_batches(OUT, schema=schemas.GENERATED_PARAPHRASES):
+        for tags, part in batch.groupby("tags", sort=False):
+            mask = heatmap.long_enough(part["text"], part["paraphrase"], lang, min_words)
+            c = cols[tags]
+            for name in ("sim", "bleu", "n_input_tokens", "n_output_tokens"):
+                c[name].append(part[name].to_numpy())
+            c["mask"].append(np.asarray(mask, dtype=bool))
+
+    def column(tags: str, name: str) -> np.ndarray:
+        parts = cols[tags][name] if tags in cols else []
+        return np.concatenate(parts) if parts else np.zeros(0)
 
     per_tag, panels = {}, {}
     if HEATMAP_DIR.exists():
@@ -127,30 +146,30 @@ def main(params: dict) -> None:
     HEATMAP_DIR.mkdir(parents=True, exist_ok=True)
     for sim_tag, bleu_tag in requested:
         tags = sim_tag + bleu_tag
-        part = frame[frame["tags"] == tags]
-        mask = heatmap.long_enough(
-            part["text"], part["paraphrase"], lang, params["tag"]["heatmap_min_words"]
-        )
-        sim, bleu = part["sim"].to_numpy()[mask], part["bleu"].to_numpy()[mask]
+        sim_all, bleu_all = column(tags, "sim"), column(tags, "bleu")
+        mask = column(tags, "mask").astype(bool)
+        sim, bleu = sim_all[mask], bleu_all[mask]
         name = tags.replace("><", "_").strip("<>")
         heatmap.write_csv(heatmap.plot_rows(sim, bleu), HEATMAP_DIR / f"{name}.csv")
         panels[tags] = (sim, bleu)
+        n = len(sim_all)
         per_tag[tags] = {
-            "n": len(part),
-            "sim_mean": float(part["sim"].mean()) if len(part) else None,
-            "bleu_mean": float(part["bleu"].mean()) if len(part) else None,
+            "n": n,
+            "sim_mean": float(sim_all.mean()) if n else None,
+            "bleu_mean": float(bleu_all.mean()) if n else None,
             "hit_rate": float(
                 np.mean(
                     [
                         tagging.sim_tag(s) == sim_tag and tagging.bleu_tag(b) == bleu_tag
-                        for s, b in zip(part["sim"], part["bleu"], strict=True)
+                        for s, b in zip(sim_all, bleu_all, strict=True)
                     ]
                 )
             )
-            if len(part)
+            if n
             else None,
             "length_ratio": paraphraser.ratio_summary(
-                part["n_output_tokens"].tolist(), part["n_input_tokens"].tolist()
+                column(tags, "n_output_tokens").astype(int).tolist(),
+                column(tags, "n_input_tokens").astype(int).tolist(),
             ),
         }
     heatmap.write_png(panels, HEATMAP_PNG)
@@ -158,13 +177,14 @@ def main(params: dict) -> None:
         {
             "paraphraser": info,
             "stand_in": bool(info["stand_in"]),
-            "n_sentences": len(corpus) if info["trained"] else 0,
-            "n_generated": len(frame),
+            "n_sentences": n_sentences,
+            "n_generated": manifest["rows"],
+            "n_shards": len(manifest["shards"]),
             "per_tag": per_tag,
         },
         METRICS,
     )
-    log.info("%d paraphrases for %d tag pairs", len(frame), len(requested))
+    log.info("%d paraphrases for %d tag pairs", manifest["rows"], len(requested))
 
 
 if __name__ == "__main__":

@@ -1,17 +1,30 @@
-"""Stage roundtrip: corpus sentences → data/roundtrip/candidates.parquet (resumable shards)."""
+"""Stage roundtrip: corpus sentences → data/roundtrip/candidates.parquet (shard directory).
+
+Runs through paracl.distributed.sharded.map_shards: on `executor: ray` each of
+`model_workers` Ray actors loads both translators once (stand-ins are built inside the
+actor, deterministically) and translates whole shards; locally one in-process worker
+does. The seeded `max_sentences` sample is drawn on the driver from the id column
+alone, then (id, text) is streamed: the driver holds the corpus ids while drawing,
+then the picked ids and the shards in flight, never the corpus text. Sentences keep
+corpus order; shard i holds sentences [i × shard_size, (i + 1) × shard_size) of the
+sample, so the output bytes depend on shard_size but not on the engine or workers.
+"""
 
 import logging
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from tqdm import tqdm
+import pandas as pd
 
 from paracl import schemas
 from paracl.device import seed_everything, select_device
-from paracl.io import ShardedWriter, fingerprint, read_parquet, sha256_file, write_json
+from paracl.distributed.sharded import Engine, map_shards, stream_shards
+from paracl.io import fingerprint, write_json
 from paracl.params import ParamsError
-from paracl.roundtrip.standin import seq2seq_model
-from paracl.roundtrip.translate import Sampling, Translator, round_trip
+from paracl.roundtrip.sample import input_checksum, sampled_sentences
+from paracl.roundtrip.standin import describe
+from paracl.roundtrip.translate import Sampling, init_worker, round_trip_shard
 from paracl.stage import run
 
 log = logging.getLogger("roundtrip")
@@ -37,51 +50,49 @@ def main(params: dict) -> None:
     seed = params["seed"]
     seed_everything(seed)
     decoding = settings(cfg)
-    corpus = read_parquet(CORPUS, schemas.CORPUS, columns=["id", "text"])
-    corpus = corpus.sort_values("id", kind="stable").reset_index(drop=True)
-    if cfg["max_sentences"] is not None and len(corpus) > cfg["max_sentences"]:
-        corpus = corpus.sample(n=cfg["max_sentences"], random_state=seed).sort_values("id")
-        corpus = corpus.reset_index(drop=True)
-    device = select_device(params["device"])
+    fwd_desc = describe(cfg["forward_model"], seed=0)
+    bwd_desc = describe(cfg["backward_model"], seed=1)
     decode = {
         "batch_size": cfg["batch_size"],
         "max_new_tokens": cfg["max_new_tokens"],
         "length_ratio": cfg["length_ratio"],
         "num_beams": cfg["num_beams"],
     }
-    key = fingerprint(
-        cfg, seed, params["lang"], sha256_file(CORPUS) if CORPUS.is_file() else str(CORPUS)
-    )
-    n_shards = max(1, -(-len(corpus) // cfg["shard_size"]))
+    key = fingerprint(cfg, seed, params["lang"], input_checksum(CORPUS))
+    n_sentences = 0
+
+    def shards() -> Iterator[pd.DataFrame]:
+        nonlocal n_sentences
+        for shard in stream_shards(
+            sampled_sentences(CORPUS, cfg["max_sentences"], seed), cfg["shard_size"]
+        ):
+            n_sentences += len(shard)
+            yield shard
+
     started = time.perf_counter()
-    with (
-        seq2seq_model(cfg["forward_model"], seed=0) as (fwd_path, fwd_desc),
-        seq2seq_model(cfg["backward_model"], seed=1) as (bwd_path, bwd_desc),
-    ):
-        forward = Translator(fwd_path, device, cfg["src_lang_code"], cfg["pivot_lang_code"])
-        backward = Translator(bwd_path, device, cfg["pivot_lang_code"], cfg["src_lang_code"])
-        meta = {"params": cfg, "forward_model": fwd_desc, "backward_model": bwd_desc}
-        writer = ShardedWriter(OUT, schemas.ROUNDTRIP_CANDIDATES, key, metadata=meta)
-        skipped = 0
-        for shard in tqdm(range(n_shards), desc="roundtrip shards"):
-            if writer.done(shard):
-                skipped += 1
-                continue
-            part = corpus.iloc[shard * cfg["shard_size"] : (shard + 1) * cfg["shard_size"]]
-            frame = round_trip(
-                forward,
-                backward,
-                part["id"].tolist(),
-                part["text"].tolist(),
-                decoding,
-                seed,
-                **decode,
-            )
-            writer.write(shard, frame)
-        manifest = writer.finalize(n_shards)
+    manifest = map_shards(
+        round_trip_shard,
+        shards(),
+        out=OUT,
+        schema=schemas.ROUNDTRIP_CANDIDATES,
+        key=key,
+        engine=Engine.from_params(params),
+        metadata={"params": cfg, "forward_model": fwd_desc, "backward_model": bwd_desc},
+        model=True,
+        init=init_worker,
+        init_args=(
+            cfg["forward_model"],
+            cfg["backward_model"],
+            cfg["src_lang_code"],
+            cfg["pivot_lang_code"],
+            params["device"],
+            decoding,
+            seed,
+            decode,
+        ),
+        desc="roundtrip shards",
+    )
     seconds = time.perf_counter() - started
-    if skipped:
-        log.info("resumed: %d of %d shards were already done", skipped, n_shards)
     stand_in = fwd_desc["stand_in"] or bwd_desc["stand_in"]
     write_json(
         {
@@ -90,17 +101,17 @@ def main(params: dict) -> None:
             "stand_in": stand_in,
             "mode": cfg["mode"],
             "settings": [s.name for s in decoding],
-            "n_sentences": len(corpus),
+            "n_sentences": n_sentences,
             "n_candidates": manifest["rows"],
             "candidates_per_sentence": len(decoding) ** 2,
-            "n_shards": n_shards,
-            "device": device.type,
+            "n_shards": len(manifest["shards"]),
+            "device": select_device(params["device"]).type,
         },
         METRICS,
     )
     log.info(
         "%d sentences → %d candidates in %.1f s%s",
-        len(corpus),
+        n_sentences,
         manifest["rows"],
         seconds,
         " (STAND-IN model: outputs are noise)" if stand_in else "",

@@ -5,18 +5,30 @@
 Reads the method's input artifact (params train_contrastive.methods[<method>]) and writes
 models/encoders/<method>/ (a SentenceTransformer dir), metrics/train/<method>.json and
 training curves under metrics/train/<method>/ (dvclive TSVs + a PNG).
+
+On N processes (one per GPU, or CPU processes with gloo), the same outputs:
+
+    torchrun --nproc_per_node N stages/train_contrastive.py <method>
+
+or `train_contrastive.processes: N` in params.yaml, which makes this script relaunch
+itself that way (so the DVC cmd stays the same). Rank 0 evaluates and writes; see
+paracl.training.parallel.
 """
 
 from __future__ import annotations
 
+import logging
+import subprocess
 import sys
 from pathlib import Path
 
-from paracl.device import select_device
 from paracl.io import atomic_path, write_json
 from paracl.params import ParamsError
 from paracl.stage import run
-from paracl.training.methods import METHODS, train_method
+from paracl.training import parallel
+from paracl.training.methods import METHODS, check_processes, train_method
+
+log = logging.getLogger("train_contrastive")
 
 DEV = {"en": "data/raw/stsbenchmark/sts-dev.csv", "ja": "data/raw/jglue/jsts-v1.3/valid-v1.3.json"}
 
@@ -59,6 +71,25 @@ def main(params: dict) -> None:
         )
     if not isinstance(cfg["methods"][name], str):
         raise ParamsError(f"train_contrastive.methods.{name} must be the input artifact's path")
+    processes = parallel.env_world_size() if parallel.under_launcher() else cfg["processes"]
+    check_processes(name, processes)
+    if processes > 1 and not parallel.under_launcher():
+        cmd = parallel.relaunch_command(processes, sys.argv)
+        log.info("relaunching on %d processes: %s", processes, " ".join(cmd))
+        code = subprocess.run(cmd, check=False).returncode
+        if code:
+            sys.exit(code)
+        return
+    with parallel.process_group(params["device"]) as device:
+        if parallel.is_main():
+            _train(name, cfg, params, device)
+        else:  # the other ranks train in step with rank 0 and write nothing
+            train_method(
+                name, cfg["methods"][name], cfg, params["seed"], device, Path(), DEV[params["lang"]]
+            )
+
+
+def _train(name: str, cfg: dict, params: dict, device) -> None:
     out_dir = Path("models/encoders") / name
     curves = Path("metrics/train") / name
     history: dict[str, list[tuple[int, float]]] = {}
@@ -77,12 +108,14 @@ def main(params: dict) -> None:
             cfg["methods"][name],
             cfg,
             params["seed"],
-            select_device(params["device"]),
+            device,
             out_dir,
             DEV[params["lang"]],
             logger,
         )
         _plot(history, curves / "curves.png")
+    if parallel.world_size() > 1:
+        metrics["processes"] = parallel.world_size()
     write_json(metrics, Path("metrics/train") / f"{name}.json")
 
 

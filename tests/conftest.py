@@ -55,3 +55,18 @@ def tiny_fsmt(tmp_path_factory) -> Path:
     from paracl.testing.tiny_models import build_tiny_fsmt
 
     return build_tiny_fsmt(tmp_path_factory.mktemp("tiny-fsmt"))
+
+
+@pytest.fixture(scope="session")
+def local_ray():
+    """One local Ray with 2 CPUs for every Ray test of the run (start-up costs ~5 s)."""
+    ray = pytest.importorskip("ray")
+    if not ray.is_initialized():
+        # workers import test modules by name (functions defined in tests travel by pickle)
+        tests = str(Path(__file__).parent)
+        env = {
+            "env_vars": {"PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+        }
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env=env)
+    yield ray
+    ray.shutdown()

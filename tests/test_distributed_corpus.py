@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -131,16 +130,6 @@ def test_ray_executor_without_ray_names_the_extra(monkeypatch):
     with pytest.raises(ParamsError, match=r"pip install 'paracl\[ray\]'"):
         with make_executor("ray", workers=2):
             pass
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    ray = pytest.importorskip("ray")
-    start = time.perf_counter()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    print(f"ray start-up: {time.perf_counter() - start:.1f} s")
-    yield ray
-    ray.shutdown()
 
 
 @pytest.mark.parametrize("max_sentences", [None, 25])

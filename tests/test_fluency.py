@@ -97,11 +97,17 @@ def _params(model: Path, max_sentences: int | None) -> dict:
         "seed": 0,
         "lang": "en",
         "device": "cpu",
+        "executor": "local",
+        "ray_address": None,
+        "workers": 1,
+        "model_workers": 1,
+        "gpus_per_model_worker": 1.0,
         "rank_fluency": {
             "model": {"en": str(model), "ja": str(model)},
             "batch_size": 4,
             "max_batch_tokens": {"en": 512, "ja": 512},
             "max_sentences": max_sentences,
+            "shard_size": 2,
         },
     }
 

@@ -86,14 +86,15 @@ def test_adapt_then_corrupt_is_reproducible(tmp_path, monkeypatch):
 
     corrupt = _stage("corrupt")
     corrupt.main(params)
-    first = Path("data/negatives/negatives.parquet").read_bytes()
+    out = Path("data/negatives/negatives.parquet")  # a shard directory + _manifest.json
+    first = {p.name: p.read_bytes() for p in out.iterdir()}
     metrics = json.loads(Path("metrics/negatives.json").read_text())
     assert metrics["stand_in"] is True and metrics["sentences_in"] == 10
     rows = read_parquet("data/negatives/negatives.parquet", schemas.NEGATIVES)
     assert len(rows) == metrics["negatives"]
     assert read_metadata("data/negatives/negatives.parquet")["model"]["stand_in"] is True
     corrupt.main(params)
-    assert Path("data/negatives/negatives.parquet").read_bytes() == first
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == first
 
 
 def test_adaptation_off_saves_the_base_model_and_says_so(tmp_path, monkeypatch):

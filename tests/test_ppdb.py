@@ -262,10 +262,20 @@ def _corpus(rows: list[tuple[str, str, list[str]]], lang: str = "en") -> pd.Data
     )
 
 
+ENGINE = {
+    "executor": "local",
+    "ray_address": None,
+    "workers": 1,
+    "model_workers": 1,
+    "gpus_per_model_worker": 1.0,
+}
+
+
 def _params(tmp_path: Path, theta: float, lang: str = "en") -> dict:
     return {
         "lang": lang,
         "theta": theta,
+        **ENGINE,
         "ppdb_substitute": {
             "dictionary": {
                 "en": {"format": "tsv", "path": str(tmp_path / "dict.tsv")},
@@ -274,6 +284,7 @@ def _params(tmp_path: Path, theta: float, lang: str = "en") -> dict:
             "max_phrase_words": {"en": 6, "ja": 7},
             "max_substitutions": 1,
             "max_candidates": 10,
+            "shard_size": 1,
         },
     }
 
@@ -297,9 +308,12 @@ def test_ppdb_substitute_stage(tmp_path, monkeypatch):
     assert metrics["dictionary"]["malformed_lines"] == 1
     assert metrics["dictionary"]["malformed_line_sample"] == [3]
     assert (metrics["rules_kept_theta"], metrics["sentences_matched"]) == (2, 1)
-    first = Path("data/ppdb/candidates.parquet").read_bytes()
+    manifest = json.loads(Path("data/ppdb/candidates.parquet/_manifest.json").read_text())
+    assert [s["rows"] for s in manifest["shards"]] == [2, 0]  # one sentence per shard
+    assert read_metadata("data/ppdb/rules.parquet")["metrics"] == metrics
+    first = Path("data/ppdb/candidates.parquet/_manifest.json").read_bytes()
     ppdb_substitute.main(_params(tmp_path, 0.1))
-    assert Path("data/ppdb/candidates.parquet").read_bytes() == first  # deterministic
+    assert Path("data/ppdb/candidates.parquet/_manifest.json").read_bytes() == first
 
     ppdb_substitute.main(_params(tmp_path, 0.9))  # theta above every rule: valid, empty
     assert len(read_parquet("data/ppdb/candidates.parquet", schemas.PPDB_CANDIDATES)) == 0

@@ -22,8 +22,9 @@ def test_one_stage_per_method_with_only_its_input():
     do = stage["do"]
     assert do["cmd"] == "python stages/train_contrastive.py ${key}"
     data_deps = [d for d in do["deps"] if d.startswith("data/")]
-    # the method's own input plus the STS dev file every method is scored on
-    assert "${item}" in do["deps"] and data_deps == ["data/raw/stsbenchmark/sts-dev.csv"]
+    # the method's own input plus the STS dev file of each lang (STS-B, JSTS) it is scored on
+    dev = ["data/raw/stsbenchmark/sts-dev.csv", "data/raw/jglue/jsts-v1.3/valid-v1.3.json"]
+    assert "${item}" in do["deps"] and data_deps == dev
     # theta only reaches a method through data/ppdb/pairs.parquet
     assert "theta" not in do["params"] and "train_contrastive.methods" not in do["params"]
     assert do["outs"] == ["models/encoders/${key}"]

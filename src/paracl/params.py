@@ -72,6 +72,9 @@ SCHEMA: Schema = {
     "device": Param(str, choices=("auto", "cpu", "cuda", "mps"), default="auto"),
     "executor": Param(str, choices=("local", "ray"), default="local", help="per-shard engine"),
     "ray_address": Param(str, nullable=True, default=None, help="null: start a local Ray"),
+    "workers": Param(int, min=1, default=2, help="CPU stages: processes / Ray tasks in flight"),
+    "model_workers": Param(int, min=1, default=1, help="model stages on Ray: actors"),
+    "gpus_per_model_worker": Param(FLOAT, min=0.0, default=1.0, help="GPUs per Ray model actor"),
     "fetch": {
         "sources": Param(list, item=Param(str)),
         "mirror": Param(str, nullable=True, default=None),
@@ -106,6 +109,7 @@ SCHEMA: Schema = {
         "max_phrase_words": {"en": Param(int, min=1, max=20), "ja": Param(int, min=1, max=20)},
         "max_substitutions": Param(int, min=1, max=4, help="rules combined per candidate"),
         "max_candidates": Param(int, min=1, help="candidates kept per sentence"),
+        "shard_size": Param(int, min=1, default=5000, help="corpus sentences per shard"),
     },
     "rank_fluency": {
         "model": {"en": Param(str), "ja": Param(str)},
@@ -115,6 +119,7 @@ SCHEMA: Schema = {
             "ja": Param(int, min=8),
         },
         "max_sentences": Param(int, min=1, nullable=True, help="sentences scored; null = all"),
+        "shard_size": Param(int, min=1, default=1000, help="candidates per shard, whole sentences"),
     },
     "adapt_t5": {
         # hub id (paper: t5-base / sonoisa/t5-base-japanese-v1.1) or tiny-random:t5 (stand-in)
@@ -145,6 +150,7 @@ SCHEMA: Schema = {
         "on_missing": Param(str, choices=("original", "drop")),
         "chunk_batch_size": Param(int, min=1),
         "threads": Param(int, min=1, max=256, nullable=True, help="torch CPU threads"),
+        "shard_size": Param(int, min=1, default=250, help="anchors per resumable shard"),
     },
     "evaluate": {
         "methods": Param(list, item=Param(str), help="encoders: models/encoders/<method>/"),
@@ -198,6 +204,7 @@ SCHEMA: Schema = {
         "batch_size": Param(int, min=1),
         "heatmap_min_words": Param(int, min=0),
         "heatmap_max_pairs": Param(int, min=1),
+        "shard_size": Param(int, min=1, default=500, help="candidates per shard, whole sentences"),
     },
     "train_paraphraser": {
         "base_model": Param(str),
@@ -215,6 +222,7 @@ SCHEMA: Schema = {
         "max_sentences": Param(int, min=1, nullable=True),
         "batch_size": Param(int, min=1),
         "max_length": Param(int, min=8),
+        "shard_size": Param(int, min=1, default=50, help="sentences per resumable shard"),
     },
     "train_contrastive": {
         # method name -> the one artifact it trains on (also its DVC dep; see dvc.yaml)
@@ -224,6 +232,7 @@ SCHEMA: Schema = {
         "max_seq_length": Param(int, min=4, max=4096),
         "batch_size": Param(int, min=2, help="pairs per batch = the in-batch negatives pool"),
         "mini_batch_size": Param(int, min=1, nullable=True, help="GradCache chunk; null = all"),
+        "processes": Param(int, min=1, default=1, help="training processes (torchrun)"),
         "lr": Param(FLOAT, min=0.0, max=1.0),
         "temperature": Param(FLOAT, min=1e-4, max=10.0),
         "epochs": Param(int, min=1),

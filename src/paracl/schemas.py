@@ -116,4 +116,17 @@ GENERATED_PARAPHRASES = pa.schema(
     ]
 )
 
+# tag → data/roundtrip/scored.parquet (shard dir): every round-trip candidate, scored
+ROUNDTRIP_SCORED = pa.schema(
+    list(ROUNDTRIP_CANDIDATES)
+    + [
+        ("sim", pa.float64()),  # null where dropped
+        ("bleu", pa.float64()),
+        ("sim_tag", pa.string()),  # null: not high quality (or dropped)
+        ("bleu_tag", pa.string()),
+        ("dropped", pa.string()),  # null (scored) | empty | duplicate (same id+paraphrase)
+        ("heatmap", pa.bool_()),  # scored and long enough for the heatmaps
+    ]
+)
+
 # -- artifact schemas above this line --

@@ -14,7 +14,11 @@ interrupted run finished), handed out in its place without being submitted.
 
 Ray is used through plain remote tasks (`ray.remote`), which give exactly this ordered,
 lazy, early-stoppable map; the function and the task payloads travel through Ray's
-object store, so workers need no shared filesystem, only `paracl` installed.
+object store, so workers need no shared filesystem, only `paracl` installed. Model
+stages ask for `actors=True`: a pool of Ray actors, each running the initializer once
+(loading the model onto its GPU, `num_gpus` per actor) and then batch inference on the
+shards it is handed, round robin; an actor runs its calls in order, so results still
+come back in task order.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ class Executor:
     """Ordered, lazy, bounded `map(fn, tasks)`; see the module docstring."""
 
     kind = "base"
+    ahead = AHEAD
 
     def __init__(self, workers: int):
         self.workers = workers
@@ -62,7 +67,7 @@ class Executor:
     def map(self, fn: Callable, tasks: Iterable, in_flight: int | None = None) -> Iterator:
         """Yield fn(task) for each task, in task order. Closing the iterator early
         cancels the tasks not yet handed out."""
-        limit = max(1, in_flight or AHEAD * self.workers)
+        limit = max(1, in_flight or self.ahead * self.workers)
         pending: deque = deque()
         try:
             for task in tasks:
@@ -93,6 +98,7 @@ class InlineExecutor(Executor):
     """workers=1: everything in this process (no start-up cost, easy to debug)."""
 
     kind = "local"
+    ahead = 1  # a result is handed on as soon as it exists (nothing runs ahead)
 
     def _submit(self, fn: Callable, task: Any) -> Any:
         return Done(fn(task))
@@ -121,6 +127,47 @@ class PoolExecutor(Executor):
 
     def _cancel(self, handle: Any) -> None:
         handle.cancel()
+
+
+class _Actor:
+    """A Ray actor: runs the initializer once, then tasks (a model stays loaded)."""
+
+    def __init__(self, init: Callable | None, init_args: tuple):
+        if init is not None:
+            init(*init_args)
+
+    def run(self, fn: Callable, task: Any) -> Any:
+        return fn(task)
+
+
+class RayActorExecutor(Executor):
+    """A pool of Ray actors (model stages): `workers` actors, `num_gpus` GPUs each."""
+
+    kind = "ray"
+
+    def __init__(self, workers: int, init: Callable | None, init_args: tuple, num_gpus: float):
+        import ray
+
+        super().__init__(workers)
+        self.ray = ray
+        actor = ray.remote(num_cpus=1, num_gpus=num_gpus)(_Actor)
+        self.actors = [actor.remote(init, init_args) for _ in range(workers)]
+        self.submitted = 0
+
+    def _submit(self, fn: Callable, task: Any) -> Any:
+        actor = self.actors[self.submitted % len(self.actors)]
+        self.submitted += 1
+        return actor.run.remote(fn, task)
+
+    def _get(self, handle: Any) -> Any:
+        return self.ray.get(handle)
+
+    def _cancel(self, handle: Any) -> None:
+        self.ray.cancel(handle)
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self.ray.kill(actor)
 
 
 class RayExecutor(Executor):
@@ -163,6 +210,8 @@ def make_executor(
     init: Callable | None = None,
     init_args: tuple = (),
     ray_address: str | None = None,
+    actors: bool = False,
+    num_gpus: float = 0.0,
 ) -> Iterator[Executor]:
     """An executor for the duration of a `with` block.
 
@@ -170,7 +219,9 @@ def make_executor(
     ("auto", "ray://head:10001", …), or start a local Ray with `workers` CPUs when it is
     None; Ray is shut down on exit only if this call started or connected it. With Ray
     the number of tasks in flight is `workers` × 2 as well, so on a cluster set
-    `workers` to the CPUs you want the stage to use.
+    `workers` to the CPUs you want the stage to use. `actors=True` (model stages): Ray
+    runs `workers` long-lived actors with `num_gpus` GPUs each instead of tasks; locally
+    it changes nothing (the model is loaded once per process either way).
     """
     if kind not in EXECUTORS:
         raise ParamsError(f"'executor' must be one of {', '.join(EXECUTORS)}, got {kind!r}")
@@ -192,7 +243,17 @@ def make_executor(
             ray.init(address=ray_address, log_to_driver=False)
         log.info("ray: %s", ray.cluster_resources())
     try:
-        yield RayExecutor(workers, init, init_args)
+        if actors:
+            if num_gpus and not ray.cluster_resources().get("GPU"):
+                log.warning("ray: the cluster has no GPU; model actors run on CPU")
+                num_gpus = 0.0
+            pool = RayActorExecutor(workers, init, init_args, num_gpus)
+            try:
+                yield pool
+            finally:
+                pool.close()
+        else:
+            yield RayExecutor(workers, init, init_args)
     finally:
         if started:
             ray.shutdown()

@@ -11,8 +11,10 @@ summed gradient of its own embeddings. (A small autograd.Function on public
 torch.distributed calls: torch.distributed.nn.functional.all_gather does the same but
 is deprecated in torch 2.13, its replacement private.) Every
 process computes the same global loss L, so each slice receives N·dL/d(slice); DDP
-then averages parameter gradients over the N processes, which leaves exactly dL/dθ
-— the single-process gradient on the same global batch (tests/test_distributed_gather).
+(or paracl.training.parallel.average_gradients, which the trainer uses) then averages
+parameter gradients over the N processes, which leaves exactly dL/dθ — the
+single-process gradient on the same global batch (tests/test_distributed_gather,
+tests/test_distributed_training).
 Outside a process group (or with one process) everything reduces to the plain loss.
 """
 
@@ -29,27 +31,38 @@ def world_size() -> int:
 
 class _AllGather(torch.autograd.Function):
     """Forward: every process's tensor, concatenated in rank order. Backward: the sum
-    over processes of the gradient of the concatenation, this process's rows."""
+    over processes of the gradient of the concatenation, this process's rows.
+
+    Local row counts may differ (a global batch of 5 on 2 processes is 2 + 3 rows): the
+    counts are exchanged first and each part is padded to the largest for the
+    collective (NCCL's all_gather needs equal shapes), then trimmed again."""
 
     @staticmethod
     def forward(ctx, x: torch.Tensor) -> torch.Tensor:
         dist = torch.distributed
-        parts = [torch.empty_like(x) for _ in range(dist.get_world_size())]
+        n = dist.get_world_size()
+        counts = [torch.zeros(1, dtype=torch.long, device=x.device) for _ in range(n)]
+        dist.all_gather(counts, torch.tensor([x.shape[0]], device=x.device))
+        sizes = [int(c) for c in counts]
+        rows, rank = x.shape[0], dist.get_rank()
+        if max(sizes) > rows:
+            x = torch.cat([x, x.new_zeros((max(sizes) - rows, *x.shape[1:]))])
+        parts = [torch.empty_like(x) for _ in range(n)]
         dist.all_gather(parts, x.contiguous())
-        ctx.rank, ctx.rows = dist.get_rank(), x.shape[0]
-        return torch.cat(parts, dim=0)
+        ctx.start, ctx.rows = sum(sizes[:rank]), rows
+        return torch.cat([part[:size] for part, size in zip(parts, sizes, strict=True)], dim=0)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
         grad = grad.contiguous()
         torch.distributed.all_reduce(grad)
-        return grad[ctx.rank * ctx.rows : (ctx.rank + 1) * ctx.rows]
+        return grad[ctx.start : ctx.start + ctx.rows]
 
 
 def all_gather_with_grad(x: torch.Tensor) -> torch.Tensor:
     """Concatenate `x` (batch first) from every process in rank order, keeping the
-    autograd graph. Every process must pass the same shape (equal local batches:
-    drop the last incomplete batch, as DistributedSampler(drop_last=True) does)."""
+    autograd graph. Row counts may differ between processes; the other dimensions
+    must match."""
     if world_size() == 1:
         return x
     return _AllGather.apply(x)

@@ -8,7 +8,7 @@ identical to their anchor, duplicates among one anchor's beams.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -154,17 +154,62 @@ def corrupt(
     return frame, stats
 
 
-def sample_corpus(path: str, lang: str, max_sentences: int | None, seed: int) -> pd.DataFrame:
-    """The corpus's (id, text) rows of `lang`, a seeded sample of max_sentences in corpus order."""
+def iter_sample(
+    path: str, lang: str, max_sentences: int | None, seed: int, batch_size: int = 10_000
+) -> Iterator[pd.DataFrame]:
+    """The corpus's (id, text) rows of `lang`, a seeded sample of max_sentences, streamed
+    in corpus order. Two passes: the `lang` column alone to count and draw the sample
+    (the driver holds max_sentences positions), then (id, text, lang) batch by batch."""
     import numpy as np
 
-    from paracl import schemas
-    from paracl.io import read_parquet
+    from paracl.roundtrip.sample import iter_columns
 
-    df = read_parquet(path, schemas.CORPUS, columns=["id", "text", "lang"])
-    df = df[df["lang"] == lang].reset_index(drop=True)
-    if max_sentences is not None and len(df) > max_sentences:
-        rng = np.random.default_rng(seed)
-        picked = np.sort(rng.choice(len(df), size=max_sentences, replace=False))
-        df = df.iloc[picked].reset_index(drop=True)
-    return df[["id", "text"]]
+    picked = None
+    if max_sentences is not None:
+        n = sum(int((b["lang"] == lang).sum()) for b in iter_columns(path, ["lang"], batch_size))
+        if n > max_sentences:
+            rng = np.random.default_rng(seed)
+            picked = np.sort(rng.choice(n, size=max_sentences, replace=False))
+    seen = 0
+    for batch in iter_columns(path, ["id", "text", "lang"], batch_size):
+        batch = batch[batch["lang"] == lang]
+        positions = np.arange(seen, seen + len(batch))
+        seen += len(batch)
+        if picked is not None:
+            batch = batch[np.isin(positions, picked)]
+        if len(batch):
+            yield batch[["id", "text"]].reset_index(drop=True)
+
+
+def sample_corpus(path: str, lang: str, max_sentences: int | None, seed: int) -> pd.DataFrame:
+    """The corpus's (id, text) rows of `lang`, a seeded sample of max_sentences in corpus order."""
+    frames = list(iter_sample(path, lang, max_sentences, seed))
+    if not frames:
+        return pd.DataFrame({"id": pd.Series([], dtype=str), "text": pd.Series([], dtype=str)})
+    return pd.concat(frames, ignore_index=True)
+
+
+def merge_stats(parts: Sequence[dict]) -> dict:
+    """Sum the `corrupt` stats of several shards into the stats of their union (every
+    count is per anchor, so sums are exact; the ratios are recomputed)."""
+    counts: Counter = Counter()
+    histogram: Counter = Counter()
+    for part in parts:
+        for key, value in part.items():
+            if key == "negatives_per_anchor_histogram":
+                histogram.update({int(k): int(v) for k, v in value.items()})
+            elif not key.startswith("negatives_per_"):
+                counts[key] += int(value)
+    for name in (*COUNT_NAMES, "sentences_in", "sentences_masked", "negatives"):
+        counts.setdefault(name, 0)
+    counts.setdefault("anchors_with_negative", 0)
+    stats = {k: int(v) for k, v in sorted(counts.items())}
+    neg, anchors, masked = (
+        stats["negatives"],
+        stats["anchors_with_negative"],
+        stats["sentences_masked"],
+    )
+    stats["negatives_per_anchor"] = round(neg / anchors, 4) if anchors else 0.0
+    stats["negatives_per_masked_sentence"] = round(neg / masked, 4) if masked else 0.0
+    stats["negatives_per_anchor_histogram"] = {str(k): v for k, v in sorted(histogram.items())}
+    return stats

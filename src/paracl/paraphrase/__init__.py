@@ -5,4 +5,5 @@
   into one rule table (source, target, prob, extra).
 - `substitute`: indexed phrase matching on corpus tokens and candidate generation.
 - `fluency`: batched causal-LM perplexity, to keep the most fluent candidate.
+- `shards`: whole-sentence shards and input checksums for the sharded stages (issue 9).
 """

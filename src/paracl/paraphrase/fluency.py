@@ -23,11 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from paracl.device import autocast
+from paracl.device import autocast, seed_everything, select_device
 
 log = logging.getLogger(__name__)
 
@@ -148,3 +149,37 @@ class PerplexityScorer:
             if count > 0:
                 out[i] = math.exp(total / count)
         return out
+
+
+def choose(cands: pd.DataFrame, perplexity: Sequence[float] | np.ndarray) -> pd.DataFrame:
+    """The lowest-perplexity candidate of each sentence (first one on ties), input order."""
+    scored = cands.assign(perplexity=list(perplexity), _order=range(len(cands)))
+    scored = scored.dropna(subset=["perplexity"])
+    best = scored.sort_values(["perplexity", "_order"]).drop_duplicates("id", keep="first")
+    best = best.sort_values("_order").rename(columns={"candidate": "paraphrase"})
+    return best.drop(columns="_order").reset_index(drop=True)
+
+
+# ---------------------------------------------------------------- sharded stage worker
+
+_WORKER: dict = {}  # per worker (process or Ray actor): the loaded scorer
+
+
+def init_worker(
+    model_path: str, device: str, batch_size: int, max_batch_tokens: int, seed: int
+) -> None:
+    """Load the LM once per worker (a Ray actor calls this once; a local run once)."""
+    settings = (str(model_path), device, batch_size, max_batch_tokens, seed)
+    if _WORKER.get("settings") == settings:
+        return
+    seed_everything(seed)
+    scorer = PerplexityScorer(model_path, select_device(device), batch_size, max_batch_tokens)
+    _WORKER.clear()
+    _WORKER.update(settings=settings, scorer=scorer)
+
+
+def rank_shard(cands: pd.DataFrame, index: int) -> pd.DataFrame:
+    """map_shards function: the best candidate of each sentence of one shard (all of a
+    sentence's candidates are in the same shard; schemas.PPDB_PAIRS columns)."""
+    ppl = _WORKER["scorer"].score(cands["candidate"].tolist())
+    return choose(cands, ppl)

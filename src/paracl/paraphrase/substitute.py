@@ -264,3 +264,50 @@ def candidate_rows(
                 "rule_probs": [r.prob for r in cand.rules],
                 "n_candidates": len(cands),
             }
+
+
+# ---------------------------------------------------------------- sharded stage worker
+
+_WORKER: dict = {}  # per worker process: the rule index, built once (see init_worker)
+
+
+def init_worker(
+    key: str,
+    rules: pd.DataFrame,
+    lang: str,
+    max_words: int,
+    max_candidates: int,
+    max_substitutions: int,
+) -> None:
+    """Build the rule index in this worker once. Ray re-runs the initializer before each
+    task, so a worker that already holds the index for `key` returns at once."""
+    if _WORKER.get("key") == key:
+        return
+    _WORKER.clear()
+    _WORKER.update(
+        key=key,
+        index=RuleIndex(rules, lang, max_words),
+        max_candidates=max_candidates,
+        max_substitutions=max_substitutions,
+    )
+
+
+def substitute_shard(sentences: pd.DataFrame, index: int) -> pd.DataFrame:
+    """map_shards function: the candidates of one shard of corpus sentences
+    (schemas.PPDB_CANDIDATES columns); depends only on the rows and the init."""
+    rows = candidate_rows(
+        sentences,
+        _WORKER["index"],
+        _WORKER["max_candidates"],
+        _WORKER["max_substitutions"],
+    )
+    columns = [
+        "id",
+        "text",
+        "candidate",
+        "rule_sources",
+        "rule_targets",
+        "rule_probs",
+        "n_candidates",
+    ]
+    return pd.DataFrame(list(rows), columns=columns)

@@ -256,3 +256,71 @@ def ratio_summary(counts: Sequence[int], lengths: Sequence[int]) -> dict:
     if not len(ratios):
         return {"min": None, "max": None, "mean": None}
     return {"min": float(ratios.min()), "max": float(ratios.max()), "mean": float(ratios.mean())}
+
+
+# -- sharded generation (stages/generate_paraphrases.py → map_shards) -------------------
+
+_STATE: dict = {}  # per worker process: the paraphraser, its tokenizer, the STS scorer
+
+
+def init_worker(
+    model_dir: str,
+    scorer_dir: str,
+    device: str,
+    lang: str,
+    tags: Sequence[str],
+    gen: dict,
+) -> None:
+    """Load the paraphraser and the STS scorer once per worker (a Ray actor, or the
+    driver process locally), from directories this worker can read."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from paracl.device import select_device
+    from paracl.roundtrip import sts_scorer
+
+    dev = select_device(device)
+    _STATE.clear()
+    _STATE.update(
+        tokenizer=AutoTokenizer.from_pretrained(model_dir),
+        model=AutoModelForSeq2SeqLM.from_pretrained(model_dir).to(dev).eval(),
+        scorer=sts_scorer.load_scorer(scorer_dir, str(dev)),
+        device=dev,
+        lang=lang,
+        tags=list(tags),
+        gen=dict(gen),
+    )
+
+
+def generate_shard(frame: pd.DataFrame, index: int) -> pd.DataFrame:
+    """map_shards fn: every requested tag pair for one shard of (id, text) rows, scored
+    like the tagger scores candidates (STS ×100, sentence BLEU ×100); tag-major rows."""
+    from paracl.roundtrip import sts_scorer, tagging
+
+    tokenizer, model, scorer = _STATE["tokenizer"], _STATE["model"], _STATE["scorer"]
+    texts = frame["text"].tolist()
+    n_in = np.array(
+        [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts], dtype=np.int32
+    )
+    rows = []
+    for tags in _STATE["tags"]:
+        outputs, counts = generate(
+            model, tokenizer, texts, tags, device=_STATE["device"], **_STATE["gen"]
+        )
+        sim, bleu = tagging.score_pairs(
+            texts, outputs, lambda pairs: sts_scorer.predict(scorer, pairs), _STATE["lang"]
+        )
+        rows.append(
+            pd.DataFrame(
+                {
+                    "id": frame["id"].tolist(),
+                    "text": texts,
+                    "paraphrase": outputs,
+                    "tags": tags,
+                    "sim": sim,
+                    "bleu": bleu,
+                    "n_input_tokens": n_in,
+                    "n_output_tokens": np.array(counts, dtype=np.int32),
+                }
+            )
+        )
+    return pd.concat(rows, ignore_index=True)

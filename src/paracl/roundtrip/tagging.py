@@ -154,3 +154,57 @@ def summarize_cells(counts: list[dict]) -> dict:
         if any(c[f"{s}_wanted"] is not None and c[s] < c[f"{s}_wanted"] for s in SPLITS)
     ]
     return {"n_cells": len(counts), "empty_cells": empty, "short_cells": short}
+
+
+# ---------------------------------------------------------------- sharded stage worker
+
+_WORKER: dict = {}  # per worker (process or Ray actor): the cross-encoder and settings
+
+
+def init_worker(
+    scorer_path: str, device: str, batch_size: int, lang: str, heatmap_min_words: int
+) -> None:
+    """Load the STS cross-encoder once per worker (a Ray actor calls this once)."""
+    from paracl.device import select_device
+    from paracl.roundtrip import sts_scorer
+
+    model_key = (str(scorer_path), device)
+    if _WORKER.get("model_key") != model_key:
+        _WORKER["model"] = sts_scorer.load_scorer(scorer_path, str(select_device(device)))
+        _WORKER["model_key"] = model_key
+    _WORKER.update(batch_size=batch_size, lang=lang, heatmap_min_words=heatmap_min_words)
+
+
+def score_shard(cands: pd.DataFrame, index: int) -> pd.DataFrame:
+    """map_shards function: every candidate of one shard with SIM, BLEU and tags.
+
+    Rows whose paraphrase is empty after symbol removal, or repeat an earlier
+    (id, paraphrase) of the shard (all of a sentence's candidates are in one shard), are
+    kept with `dropped` = "empty" / "duplicate" and no scores, so the driver can count
+    them from the artifact. `heatmap` marks scored pairs long enough for the heatmaps.
+    """
+    from paracl.roundtrip import heatmap, sts_scorer
+
+    lang = _WORKER["lang"]
+    out = cands.reset_index(drop=True).copy()
+    empty = np.array([not strip_symbols(p, lang) for p in out["paraphrase"]], dtype=bool)
+    dup = out.duplicated(["id", "paraphrase"], keep="first").to_numpy() & ~empty
+    keep = ~empty & ~dup
+    kept = out[keep]
+    sim, bleu = score_pairs(
+        kept["text"].tolist(),
+        kept["paraphrase"].tolist(),
+        lambda pairs: sts_scorer.predict(_WORKER["model"], pairs, _WORKER["batch_size"]),
+        lang,
+    )
+    out["sim"], out["bleu"] = np.nan, np.nan
+    out.loc[keep, "sim"], out.loc[keep, "bleu"] = sim, bleu
+    out["sim_tag"] = [sim_tag(s) if k else None for s, k in zip(out["sim"], keep, strict=True)]
+    out["bleu_tag"] = [bleu_tag(b) if k else None for b, k in zip(out["bleu"], keep, strict=True)]
+    out["dropped"] = np.where(empty, "empty", np.where(dup, "duplicate", None))
+    long = np.zeros(len(out), dtype=bool)
+    long[keep] = heatmap.long_enough(
+        kept["text"], kept["paraphrase"], lang, _WORKER["heatmap_min_words"]
+    )
+    out["heatmap"] = long
+    return out

@@ -12,7 +12,11 @@ tokenizer and the target language forced as the first generated token.
 
 Determinism: each batch is seeded from the run's seed, the setting, and the batch's own
 texts, so a batch gives the same output whichever shard or position it is run in (a
-resumed run reproduces an uninterrupted one).
+resumed run reproduces an uninterrupted one), and whichever worker ran it.
+
+Sharded execution (stages/roundtrip.py → paracl.distributed.sharded.map_shards):
+`init_worker` loads both translators once per worker (a Ray actor, or the driver
+process locally) and `round_trip_shard` translates one shard.
 """
 
 from __future__ import annotations
@@ -161,3 +165,44 @@ def round_trip(
     out = pd.concat(frames, ignore_index=True)
     out["candidate"] = out["candidate"].astype("int32")
     return out.sort_values(["id", "candidate"], kind="stable").reset_index(drop=True)
+
+
+_STATE: dict = {}  # per worker process: the loaded translators and the decoding config
+
+
+def init_worker(
+    forward_model: str,
+    backward_model: str,
+    src_lang_code: str | None,
+    pivot_lang_code: str | None,
+    device: str,
+    settings: Sequence[Sampling],
+    seed: int,
+    decode: dict,
+) -> None:
+    """Load the two translators (stand-ins are built here, in the worker: seed 0 forward,
+    seed 1 backward) unless this process already holds them."""
+    from paracl.device import select_device
+    from paracl.roundtrip.standin import local_path
+
+    dev = select_device(device)
+    key = (forward_model, backward_model, src_lang_code, pivot_lang_code, str(dev))
+    if _STATE.get("key") != key:
+        _STATE.clear()
+        forward = Translator(local_path(forward_model, 0), dev, src_lang_code, pivot_lang_code)
+        backward = Translator(local_path(backward_model, 1), dev, pivot_lang_code, src_lang_code)
+        _STATE.update(key=key, forward=forward, backward=backward)
+    _STATE.update(settings=list(settings), seed=seed, decode=dict(decode))
+
+
+def round_trip_shard(frame: pd.DataFrame, index: int) -> pd.DataFrame:
+    """map_shards fn: every candidate of one shard's (id, text) rows."""
+    return round_trip(
+        _STATE["forward"],
+        _STATE["backward"],
+        frame["id"].tolist(),
+        frame["text"].tolist(),
+        _STATE["settings"],
+        _STATE["seed"],
+        **_STATE["decode"],
+    )

@@ -15,7 +15,7 @@ from paracl.io import read_parquet
 from paracl.models import resolve_model
 from paracl.params import ParamsError
 from paracl.stage import InputError
-from paracl.training import objectives
+from paracl.training import objectives, parallel
 from paracl.training.data import load_examples
 from paracl.training.dev import read_sts, sts_spearman
 from paracl.training.ebsim import EbsimObjective, build_triples
@@ -46,6 +46,22 @@ METHODS: dict[str, Method] = {
     "ebsim": Method("ebsim", "EBSIM RA + AA triplet losses", aspects=("ra", "aa")),
     "ebsim_no_aa": Method("ebsim", "EBSIM ablation -AA", aspects=("ra",)),
 }
+
+# Families whose loss is one in-batch loss on embeddings, so a global batch split over
+# processes and gathered (paracl.distributed.gather) trains exactly as one process. AMS
+# mines its negatives over a mega-batch and EBSIM scores cross-encoded pairs: not split yet.
+MULTI_PROCESS = ("none", "infonce", "jcse")
+
+
+def check_processes(name: str, processes: int) -> None:
+    """Refuse a multi-process run of a method whose loss is not split across processes."""
+    if processes > 1 and METHODS[name].family not in MULTI_PROCESS:
+        supported = [m for m, spec in METHODS.items() if spec.family in MULTI_PROCESS]
+        raise ParamsError(
+            f"train_contrastive.processes = {processes}: method {name!r} "
+            f"({METHODS[name].family}) trains on one process only; set "
+            f"train_contrastive.processes: 1 (multi-process methods: {', '.join(supported)})"
+        )
 
 
 def make_objective(name: str, model, cfg: dict):
@@ -80,6 +96,7 @@ def train_method(
             f"train_contrastive: unknown method {name!r} (known: {', '.join(METHODS)})"
         )
     spec = METHODS[name]
+    check_processes(name, parallel.world_size())
     base_id = cfg["base_model"]
     if name == "jcse_two_stage":
         base_id = cfg["jcse_two_stage"]["init"]
@@ -100,10 +117,11 @@ def train_method(
         "input": input_path,
     }
     if spec.family == "none":
-        metrics["dev_spearman"] = round(sts_spearman(model, dev), 4)
-        if logger:
-            logger("dev/spearman", metrics["dev_spearman"], 0)
-        save_encoder(model, out_dir)
+        if parallel.is_main():  # nothing to train: rank 0 alone scores and saves
+            metrics["dev_spearman"] = round(sts_spearman(model, dev), 4)
+            if logger:
+                logger("dev/spearman", metrics["dev_spearman"], 0)
+            save_encoder(model, out_dir)
         return metrics
 
     batch = cfg["batch_size"]
@@ -137,7 +155,8 @@ def train_method(
     result = train(
         model, examples, objective, config, lambda m: sts_spearman(m, dev), logger, extra
     )
-    save_encoder(model, out_dir)
+    if parallel.is_main():
+        save_encoder(model, out_dir)
     metrics.update(
         {
             "loss": objective.name,

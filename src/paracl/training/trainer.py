@@ -14,6 +14,9 @@ sentence-transformers provides the model, its saving and the InfoNCE (MNRL) loss
 - After each epoch the dev score (STS dev Spearman) is computed; training stops after
   `patience` epochs without a gain and the best epoch's weights are restored.
 - Autocast (bf16/fp16) on CUDA, fp32 elsewhere; seeds fix shuffling and dropout.
+- Under torchrun (parallel.py) every rank draws the same global batches, embeds its own
+  contiguous rows, and the loss sees all ranks' rows (gather.py); gradients are averaged
+  and rank 0 alone scores dev. One process: all of that is a no-op.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from tqdm import tqdm
 from transformers import get_linear_schedule_with_warmup
 
 from paracl.device import autocast, seed_everything
+from paracl.distributed.gather import gather_columns, world_size
+from paracl.training import parallel
 from paracl.training.encoder import embed, inference_model
 from paracl.training.grad_cache import cached_step
 
@@ -64,11 +69,12 @@ Logger = Callable[[str, float, int], None]
 
 
 def _batches(n: int, size: int, seed: int, epoch: int) -> list[list[int]]:
-    """Seeded shuffle per epoch; the last batch is dropped if it could not contrast (<2)."""
+    """Seeded shuffle per epoch; the last batch is dropped if it could not contrast (<2)
+    or (multi-process) could not give every rank a row."""
     gen = torch.Generator().manual_seed(seed * 1000 + epoch)
     order = torch.randperm(n, generator=gen).tolist()
     out = [order[i : i + size] for i in range(0, n, size)]
-    return [b for b in out if len(b) >= 2]
+    return [b for b in out if len(b) >= max(2, world_size())]
 
 
 def _embed_columns(model, cols: list[list[str]], device) -> list[torch.Tensor]:
@@ -94,9 +100,15 @@ def train(
     extra_params: list[torch.nn.Parameter] | None = None,
 ) -> TrainResult:
     """Train `model` in place on `examples` with `objective`; returns the curves."""
-    seed_everything(config.seed)
+    seed_everything(config.seed + parallel.rank())  # ranks draw their own dropout masks
     device = model.device
     params = [p for p in model.parameters() if p.requires_grad] + list(extra_params or [])
+    parallel.sync_parameters(params)
+
+    def loss_fn(reps: list[torch.Tensor]) -> torch.Tensor:
+        """The loss over the global batch: every rank's rows (identity with one process)."""
+        return objective.loss(gather_columns(reps))
+
     optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
     per_epoch = len(_batches(len(examples), config.batch_size, config.seed, 0))
     if per_epoch == 0:
@@ -112,7 +124,13 @@ def train(
         model.train()
         batches = _batches(len(examples), config.batch_size, config.seed, epoch)
         mega = max(1, config.mega_batch)
-        bar = tqdm(total=len(batches), desc=f"epoch {epoch + 1}", leave=False, mininterval=5)
+        bar = tqdm(
+            total=len(batches),
+            desc=f"epoch {epoch + 1}",
+            leave=False,
+            mininterval=5,
+            disable=not parallel.is_main(),
+        )
         for m0 in range(0, len(batches), mega):
             group = batches[m0 : m0 + mega]
             flat = [i for b in group for i in b]
@@ -125,19 +143,21 @@ def train(
                 if objective.per_example:
                     loss = objective.step(model, batch, mini, device)
                 else:
-                    cols = objective.columns(batch)
-                    if mini >= len(batch):
-                        value = objective.loss(_embed_columns(model, cols, device))
+                    local = batch.iloc[parallel.local_rows(len(batch))]
+                    cols = objective.columns(local)
+                    if mini >= len(local):
+                        value = loss_fn(_embed_columns(model, cols, device))
                         value.backward()
                         loss = float(value.detach())
                     else:
                         loss = cached_step(
                             lambda t: _autocast_embed(model, t, device),
                             cols,
-                            objective.loss,
+                            loss_fn,
                             mini,
                             device,
                         )
+                parallel.average_gradients(params)
                 if not math.isfinite(loss):
                     raise FloatingPointError(f"loss became {loss} at step {result.steps}")
                 optimizer.step()
@@ -154,12 +174,13 @@ def train(
             best_state = copy.deepcopy(model.state_dict())
             result.best_epoch = epoch + 1
             continue
-        score = dev_score(inference_model(model))
+        score = parallel.main_value(lambda: dev_score(inference_model(model)), device)
         result.dev_history.append(score)
         if logger:
             logger("dev/spearman", score, result.steps)
         best = -math.inf if result.best_dev is None else result.best_dev
-        log.info("epoch %d: dev %.2f (best before %.2f)", epoch + 1, score, best)
+        if parallel.is_main():
+            log.info("epoch %d: dev %.2f (best before %.2f)", epoch + 1, score, best)
         if score > best:
             result.best_dev, result.best_epoch, bad_epochs = score, epoch + 1, 0
             best_state = copy.deepcopy(model.state_dict())

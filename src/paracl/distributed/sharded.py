@@ -1,0 +1,153 @@
+"""Run a per-sentence stage as a map over Parquet shards: resumable, bounded, any executor.
+
+Why every per-sentence stage goes through this one function: the three promises of the
+pipeline at scale are the same for all of them, so they are kept in one place.
+
+- Same bytes on any engine: shard i of the output is `fn(shard i of the input)`, written
+  in shard order; `fn` must depend only on the shard's rows, its index and the seed
+  (never on which worker ran it or what ran before it).
+- Resumable: each finished shard is written atomically into
+  `<artifact>.partial-<key>/` (`paracl.io.ShardedWriter`); a rerun with the same key
+  skips it. `key` fingerprints the params and input checksums, so other params never
+  reuse stale shards.
+- Bounded memory: input shards are read lazily (`stream_shards`) and only
+  `AHEAD × workers` of them are in flight; the output is never held whole.
+
+The artifact is a directory of `part-NNNNN.parquet` files plus `_manifest.json` (each
+shard's rows and sha256), which DVC tracks with the directory; `paracl.io.read_parquet`
+and `iter_batches` read it like one file.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+from tqdm import tqdm
+
+from paracl.distributed.executor import Done, make_executor
+from paracl.io import ShardedWriter, iter_batches
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Where a stage's shards run (the top-level params executor, ray_address, workers,
+    model_workers, gpus_per_model_worker)."""
+
+    executor: str = "local"
+    ray_address: str | None = None
+    workers: int = 1  # CPU stages: processes (local) or Ray tasks in flight
+    model_workers: int = 1  # model stages on Ray: actors, each holding the model
+    gpus_per_model_worker: float = 1.0  # per actor, where the cluster has GPUs
+
+    @classmethod
+    def from_params(cls, params: dict) -> Engine:
+        return cls(
+            executor=params["executor"],
+            ray_address=params["ray_address"],
+            workers=params["workers"],
+            model_workers=params["model_workers"],
+            gpus_per_model_worker=params["gpus_per_model_worker"],
+        )
+
+
+def stream_shards(frames: Iterable[pd.DataFrame], rows: int) -> Iterator[pd.DataFrame]:
+    """Re-cut a stream of frames into shards of exactly `rows` rows (the last may be
+    shorter), so shard boundaries depend only on the data, not on read batch sizes."""
+    buffer: list[pd.DataFrame] = []
+    held = 0
+    for frame in frames:
+        buffer.append(frame)
+        held += len(frame)
+        while held >= rows:
+            joined = pd.concat(buffer, ignore_index=True)
+            yield joined.iloc[:rows].reset_index(drop=True)
+            rest = joined.iloc[rows:].reset_index(drop=True)
+            buffer, held = [rest], len(rest)
+    if held:
+        yield pd.concat(buffer, ignore_index=True)
+
+
+def parquet_shards(
+    path: str | Path, rows: int, schema: pa.Schema | None = None, columns: list[str] | None = None
+) -> Iterator[pd.DataFrame]:
+    """The Parquet file or shard directory at `path` as shards of `rows` rows, streamed."""
+    for shard in stream_shards(iter_batches(path, batch_size=max(rows, 1024), schema=schema), rows):
+        yield shard if columns is None else shard[columns]
+
+
+def _call(fn: Callable, task: tuple[int, pd.DataFrame]) -> pd.DataFrame:
+    index, frame = task
+    return fn(frame, index)
+
+
+def map_shards(
+    fn: Callable[[pd.DataFrame, int], pd.DataFrame],
+    shards: Iterable[pd.DataFrame],
+    *,
+    out: str | Path,
+    schema: pa.Schema,
+    key: str,
+    engine: Engine,
+    metadata: dict | None = None,
+    model: bool = False,
+    init: Callable | None = None,
+    init_args: tuple = (),
+    desc: str = "shards",
+) -> dict:
+    """Write `fn(shard, index)` for every input shard as the shard directory `out`.
+
+    `fn` and `init` must be module-level functions (they travel to worker processes and
+    Ray workers by pickle); `init(*init_args)` runs once per worker before its shards
+    (load a model into a module-level cache there). `model=True` marks a model stage:
+    on Ray it runs on `engine.model_workers` actors with `engine.gpus_per_model_worker`
+    GPUs each; locally it runs in this process (one model, all cores). CPU stages run
+    on `engine.workers` processes or Ray tasks. Returns the manifest (rows per shard,
+    checksums); the artifact is published in one rename after the last shard.
+    """
+    writer = ShardedWriter(out, schema, key, metadata=metadata)
+    resumed = 0
+
+    def tasks() -> Iterator[Any]:
+        nonlocal resumed
+        for index, frame in enumerate(shards):
+            if writer.done(index):
+                resumed += 1
+                yield Done(None)
+            else:
+                yield (index, frame)
+
+    if model:
+        workers = engine.model_workers if engine.executor == "ray" else 1
+    else:
+        workers = engine.workers
+    count = 0
+    with make_executor(
+        engine.executor,
+        workers,
+        init,
+        init_args,
+        engine.ray_address,
+        actors=model,
+        num_gpus=engine.gpus_per_model_worker if model else 0.0,
+    ) as ex:
+        for index, result in enumerate(
+            tqdm(ex.map(functools.partial(_call, fn), tasks()), desc=desc, unit="shard")
+        ):
+            if result is not None:
+                writer.write(index, result)
+            count = index + 1
+    if count == 0:  # no input rows: a valid, empty artifact with the right schema
+        writer.write(0, schema.empty_table().to_pandas())
+        count = 1
+    if resumed:
+        log.info("resumed: %d of %d shards of %s were already done", resumed, count, out)
+    return writer.finalize(count)

@@ -1,0 +1,135 @@
+"""map_shards: the same artifact bytes on every engine, resume after a crash, empty input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from paracl.distributed.sharded import Engine, map_shards, parquet_shards, stream_shards
+from paracl.io import read_parquet, write_parquet
+
+IN_SCHEMA = pa.schema([("id", pa.int64()), ("text", pa.string())])
+OUT_SCHEMA = pa.schema([("id", pa.int64()), ("upper", pa.string()), ("shard", pa.int64())])
+
+_SUFFIX = {"value": ""}  # set by the worker initializer, as a model would be
+
+
+def _init(suffix: str) -> None:
+    _SUFFIX["value"] = suffix
+
+
+def shout(frame: pd.DataFrame, index: int) -> pd.DataFrame:
+    """A per-shard function that depends only on the rows, the index and the init."""
+    return pd.DataFrame(
+        {
+            "id": frame["id"],
+            "upper": [t.upper() + _SUFFIX["value"] for t in frame["text"]],
+            "shard": index,
+        }
+    )
+
+
+@pytest.fixture()
+def corpus(tmp_path) -> Path:
+    frame = pd.DataFrame({"id": range(23), "text": [f"sentence {i}" for i in range(23)]})
+    path = tmp_path / "in.parquet"
+    write_parquet(frame, path, IN_SCHEMA)
+    return path
+
+
+def run(corpus: Path, out: Path, engine: Engine, model: bool = False, fn=shout) -> dict:
+    return map_shards(
+        fn,
+        parquet_shards(corpus, 5, IN_SCHEMA),
+        out=out,
+        schema=OUT_SCHEMA,
+        key="k1",
+        engine=engine,
+        metadata={"stage": "test"},
+        model=model,
+        init=_init,
+        init_args=("!",),
+    )
+
+
+def test_stream_shards_cuts_by_rows_not_by_read_batches():
+    frames = [pd.DataFrame({"x": range(i, i + n)}) for i, n in [(0, 3), (3, 9), (12, 1)]]
+    shards = list(stream_shards(frames, 5))
+    assert [len(s) for s in shards] == [5, 5, 3]
+    assert pd.concat(shards)["x"].tolist() == list(range(13))
+
+
+def test_local_pool_writes_the_inline_bytes(corpus, tmp_path):
+    inline = run(corpus, tmp_path / "a.parquet", Engine(workers=1))
+    pool = run(corpus, tmp_path / "b.parquet", Engine(workers=2))
+    assert inline == pool
+    assert [s["rows"] for s in inline["shards"]] == [5, 5, 5, 5, 3]
+    out = read_parquet(tmp_path / "a.parquet", OUT_SCHEMA)
+    assert out["upper"].tolist()[:2] == ["SENTENCE 0!", "SENTENCE 1!"]
+    assert out["shard"].tolist()[-1] == 4
+    manifest = json.loads((tmp_path / "a.parquet" / "_manifest.json").read_text())
+    assert manifest["rows"] == 23
+
+
+def test_crashed_run_resumes_and_recomputes_only_missing_shards(corpus, tmp_path, monkeypatch):
+    out = tmp_path / "out.parquet"
+    calls: list[int] = []
+
+    def crash_at_3(frame, index):
+        calls.append(index)
+        if index == 3:
+            raise RuntimeError("killed")
+        return shout(frame, index)
+
+    with pytest.raises(RuntimeError, match="killed"):
+        run(corpus, out, Engine(workers=1), fn=crash_at_3)
+    assert not out.exists()  # nothing half-published
+    assert calls == [0, 1, 2, 3]
+    calls.clear()
+
+    def counting(frame, index):
+        calls.append(index)
+        return shout(frame, index)
+
+    resumed = run(corpus, out, Engine(workers=1), fn=counting)
+    assert calls == [3, 4]
+    clean = run(corpus, tmp_path / "clean.parquet", Engine(workers=1))
+    assert resumed == clean
+
+
+def test_other_key_never_reuses_stale_shards(corpus, tmp_path):
+    out = tmp_path / "out.parquet"
+    run(corpus, out, Engine())
+    _SUFFIX["value"] = ""
+    again = map_shards(
+        shout,
+        parquet_shards(corpus, 5, IN_SCHEMA),
+        out=out,
+        schema=OUT_SCHEMA,
+        key="k2",
+        engine=Engine(),
+        init=_init,
+        init_args=("?",),
+    )
+    assert read_parquet(out, OUT_SCHEMA)["upper"].iloc[0] == "SENTENCE 0?"
+    assert again["rows"] == 23
+
+
+def test_empty_input_gives_an_empty_artifact_with_the_schema(tmp_path):
+    path = tmp_path / "empty.parquet"
+    write_parquet(pd.DataFrame({"id": [], "text": []}), path, IN_SCHEMA)
+    manifest = run(path, tmp_path / "out.parquet", Engine())
+    assert manifest["rows"] == 0
+    assert read_parquet(tmp_path / "out.parquet", OUT_SCHEMA).empty
+
+
+@pytest.mark.parametrize("model", [False, True], ids=["tasks", "actors"])
+def test_ray_writes_the_local_bytes(corpus, tmp_path, local_ray, model):
+    local = run(corpus, tmp_path / "local.parquet", Engine(workers=1), model=model)
+    engine = Engine(executor="ray", workers=2, model_workers=2, gpus_per_model_worker=1)
+    on_ray = run(corpus, tmp_path / "ray.parquet", engine, model=model)
+    assert on_ray == local

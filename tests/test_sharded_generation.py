@@ -1,0 +1,179 @@
+"""The model stages roundtrip, corrupt and generate_paraphrases on map_shards: a crashed
+run resumes with only the missing shards recomputed and the uninterrupted bytes, and
+Ray actors write the local bytes (tiny models, a tiny corpus; corrupt and
+generate_paraphrases on Ray are marked slow: actors importing torch cost ~10 s CPU each)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from test_paraphraser import _scorer
+from test_roundtrip import TEXTS, load_stage, write_corpus
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+from paracl import schemas
+from paracl.io import read_parquet
+from paracl.params import load_params
+from paracl.roundtrip import paraphraser
+
+REPO = Path(__file__).resolve().parents[1]
+RAY = {"executor": "ray", "model_workers": 2, "gpus_per_model_worker": 1.0}
+ANCHORS = [
+    "The cat sat on the mat in the afternoon sun.",
+    "Two dogs are running through the green field.",
+    "A man is playing a guitar on the stage.",
+    "The river flows into the sea near the old harbour.",
+    "He was born in London and studied physics at Oxford.",
+]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models run faster on one thread; the stages may change it (corrupt.threads)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def snapshot(out: str | Path) -> dict[str, bytes]:
+    """Every file of a shard directory (parts + _manifest.json) by name."""
+    return {p.name: p.read_bytes() for p in sorted(Path(out).iterdir())}
+
+
+def base_params(**sections) -> dict:
+    params = load_params(REPO / "params.yaml")
+    params.update(device="cpu", lang="en", seed=3, executor="local")
+    for name, values in sections.items():
+        params[name].update(values)
+    return params
+
+
+def crash_then_resume(stage, fn_name: str, params: dict, out: str, crash_at: int) -> list[int]:
+    """Run `stage` with its shard fn failing at shard `crash_at`, then again; return the
+    shard indices the second run computed."""
+    real = getattr(stage, fn_name)
+    calls: list[int] = []
+
+    def crashing(frame, index):
+        if index == crash_at:
+            raise RuntimeError("killed")
+        return real(frame, index)
+
+    def counting(frame, index):
+        calls.append(index)
+        return real(frame, index)
+
+    setattr(stage, fn_name, crashing)
+    with pytest.raises(RuntimeError, match="killed"):
+        stage.main(params)
+    assert not Path(out).exists()  # nothing half-published
+    setattr(stage, fn_name, counting)
+    stage.main(params)
+    setattr(stage, fn_name, real)
+    return calls
+
+
+def check_stage(stage, fn_name: str, params: dict, out: str, n_shards: int, ray) -> dict:
+    """Uninterrupted bytes == resumed bytes (== Ray-actor bytes when `ray` is given, the
+    local_ray fixture); returns the uninterrupted run's snapshot."""
+    stage.main(params)
+    local = snapshot(out)
+    assert len([n for n in local if n.startswith("part-")]) == n_shards
+    shutil.rmtree(out)
+    assert crash_then_resume(stage, fn_name, params, out, crash_at=1) == list(range(1, n_shards))
+    assert snapshot(out) == local
+    if ray is not None:
+        shutil.rmtree(out)
+        stage.main({**params, **RAY})
+        assert snapshot(out) == local
+    return local
+
+
+@pytest.fixture(params=["local", pytest.param("ray", marks=pytest.mark.slow)])
+def engine(request):
+    """local: crash + resume only; ray (slow: two actors load torch + the models, ~10 s
+    of CPU each on this machine): also Ray actors write the local bytes."""
+    return request.getfixturevalue("local_ray") if request.param == "ray" else None
+
+
+@pytest.fixture(params=["local", "ray"])
+def engine_fast(request):
+    """As `engine`, with the Ray case in the default run (one model stage on Ray actors
+    is checked by default; the other two only with -m slow)."""
+    return request.getfixturevalue("local_ray") if request.param == "ray" else None
+
+
+def test_roundtrip_resumes_and_ray_writes_the_local_bytes(tmp_path, monkeypatch, engine_fast):
+    monkeypatch.chdir(tmp_path)
+    write_corpus(Path("data/corpus/sentences.parquet"), TEXTS)
+    params = base_params(
+        roundtrip={"max_sentences": 4, "shard_size": 2, "batch_size": 2, "max_new_tokens": 6}
+    )
+    out = "data/roundtrip/candidates.parquet"
+    check_stage(load_stage("roundtrip"), "round_trip_shard", params, out, 2, engine_fast)
+    rows = read_parquet(out, schemas.ROUNDTRIP_CANDIDATES)
+    assert rows["id"].nunique() == 4 and len(rows) == 16  # the seeded sample, 4 candidates each
+    assert json.loads(Path("metrics/roundtrip/roundtrip.json").read_text())["n_sentences"] == 4
+
+
+def test_corrupt_resumes_and_ray_writes_the_local_bytes(tmp_path, monkeypatch, engine, tiny_t5):
+    monkeypatch.chdir(tmp_path)
+    write_corpus(Path("data/corpus/sentences.parquet"), ANCHORS)
+    shutil.copytree(tiny_t5, "models/t5_adapted")
+    params = base_params(
+        corrupt={
+            "max_sentences": None,
+            "shard_size": 2,
+            "num_beams": 2,
+            "num_return_sequences": 2,
+            "max_fill_tokens": 2,
+            "batch_size": 2,
+        }
+    )
+    out = "data/negatives/negatives.parquet"
+    stage = load_stage("corrupt")
+    check_stage(stage, "corrupt_shard", params, out, 3, engine)
+    sharded = json.loads(Path("metrics/negatives.json").read_text())
+    # the per-shard counts, summed, equal one shard's counts over the whole input
+    stage.main(base_params(corrupt={**params["corrupt"], "shard_size": 100}))
+    whole = json.loads(Path("metrics/negatives.json").read_text())
+    assert sharded.pop("n_shards") == 3 and whole.pop("n_shards") == 1
+    assert sharded == whole and whole["sentences_in"] == 5 and whole["candidates"] > 0
+
+
+def test_generate_paraphrases_resumes_and_ray_writes_the_local_bytes(
+    tmp_path, monkeypatch, engine, tiny_bart, tiny_bert
+):
+    monkeypatch.chdir(tmp_path)
+    write_corpus(Path("data/corpus/sentences.parquet"), TEXTS)
+    tok = AutoTokenizer.from_pretrained(tiny_bart)
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_bart)
+    paraphraser.add_tag_tokens(tok, model)
+    tok.save_pretrained("models/paraphraser")
+    model.save_pretrained("models/paraphraser")
+    info = {"trained": True, "stand_in": True, "n_train": 0}
+    Path("models/paraphraser/paracl_paraphraser.json").write_text(json.dumps(info))
+    _scorer(tiny_bert, Path("models/sts_scorer"))
+    params = base_params(
+        generate_paraphrases={
+            "tags": ["<SIM95><BLEU20>", "<SIM80><BLEU40>"],
+            "num_beams": 2,
+            "max_sentences": None,
+            "batch_size": 2,
+            "shard_size": 2,
+        }
+    )
+    out = "data/paraphraser/generated.parquet"
+    check_stage(load_stage("generate_paraphrases"), "generate_shard", params, out, 3, engine)
+    rows = read_parquet(out, schemas.GENERATED_PARAPHRASES)
+    assert len(rows) == 2 * len(TEXTS) and rows["tags"].tolist()[:4] == [
+        "<SIM95><BLEU20>",
+        "<SIM95><BLEU20>",
+        "<SIM80><BLEU40>",
+        "<SIM80><BLEU40>",
+    ]
