@@ -256,18 +256,7 @@ def main() -> None:
                     cmd += ["--max-sentences", str(args.max_sentences)]
                     cmd += ["--shard-size", str(args.shard_size)]
                     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-                    line = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
-                    if done.returncode or not line:
-                        print(f"| {scale}x | {executor} | {workers} | failed: {done.stderr[-300:]}")
-                        continue
-                    r = json.loads(line[0][7:])
-                    print(
-                        f"| {scale}x | {executor} | {workers} | {r['sentences_in']} | "
-                        f"{r['wall']:.1f} | {r['cpu']:.1f} | {r['sentences_in'] / r['wall']:.0f} | "
-                        f"{r['sentences_in'] / r['cpu']:.0f} | {r['driver_mb']:.0f} | "
-                        f"{r['pool_mb']:.0f} |",
-                        flush=True,
-                    )
+                    _print_row(done, scale, executor, workers)
     print(f"load average at end: {os.getloadavg()}")
 
 
