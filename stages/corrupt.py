@@ -23,12 +23,11 @@ import pandas as pd
 from paracl import schemas
 from paracl.device import seed_everything
 from paracl.distributed.sharded import Engine, map_shards, stream_shards
-from paracl.io import fingerprint, iter_batches, write_json
+from paracl.io import fingerprint, input_checksum, iter_batches, write_json
 from paracl.negatives.chunks import PIPELINES
 from paracl.negatives.pipeline import CorruptConfig, iter_sample, merge_stats
 from paracl.negatives.sharded import corrupt_shard, init_worker, shard_stats
 from paracl.params import ParamsError
-from paracl.roundtrip.sample import input_checksum
 from paracl.stage import run
 
 CORPUS = "data/corpus/sentences.parquet"

@@ -28,11 +28,11 @@ import pandas as pd
 from paracl import schemas
 from paracl.device import seed_everything
 from paracl.distributed.sharded import Engine, map_shards, stream_shards
-from paracl.io import ArtifactError, fingerprint, iter_batches, write_json
+from paracl.io import ArtifactError, fingerprint, input_checksum, iter_batches, write_json
 from paracl.params import ParamsError
 from paracl.roundtrip import heatmap, paraphraser, tagging
 from paracl.roundtrip.paraphraser import generate_shard, init_worker
-from paracl.roundtrip.sample import input_checksum, sampled_sentences
+from paracl.roundtrip.sample import sampled_sentences
 from paracl.stage import run
 
 log = logging.getLogger("generate_paraphrases")

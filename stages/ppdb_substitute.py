@@ -21,9 +21,8 @@ import logging
 
 from paracl import schemas
 from paracl.distributed.sharded import Engine, map_shards, parquet_shards
-from paracl.io import fingerprint, write_json, write_parquet
+from paracl.io import fingerprint, input_checksum, iter_parts, write_json, write_parquet
 from paracl.paraphrase.dictionaries import DictionaryError, read_dictionary
-from paracl.paraphrase.shards import column_parts, input_checksum
 from paracl.paraphrase.substitute import RuleIndex, init_worker, substitute_shard
 from paracl.stage import InputError, run
 
@@ -46,7 +45,7 @@ def _matched(path: str) -> int:
     """Sentences with at least one candidate: a sentence's rows are consecutive within
     one shard, so count id changes while streaming only the id column."""
     matched, prev = 0, None
-    for part, batch in column_parts(path, ["id"]):
+    for part, batch in iter_parts(path, 65536, columns=["id"]):
         if batch.empty:
             continue
         ids = batch["id"]

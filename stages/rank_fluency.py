@@ -25,10 +25,17 @@ import pandas as pd
 
 from paracl import schemas
 from paracl.distributed.sharded import Engine, map_shards
-from paracl.io import fingerprint, iter_batches, read_metadata, write_json
+from paracl.io import (
+    fingerprint,
+    input_checksum,
+    iter_batches,
+    iter_parts,
+    read_metadata,
+    write_json,
+)
 from paracl.models import resolve_model
 from paracl.paraphrase.fluency import init_worker, rank_shard
-from paracl.paraphrase.shards import column_parts, group_shards, input_checksum
+from paracl.paraphrase.shards import group_shards
 from paracl.stage import run
 
 CANDIDATES = "data/ppdb/candidates.parquet"
@@ -41,7 +48,7 @@ log = logging.getLogger("rank_fluency")
 
 def _perplexities(path: str) -> np.ndarray:
     """The pairs' perplexity column, read alone (for the mean and median)."""
-    parts = [b["perplexity"].to_numpy() for _, b in column_parts(path, ["perplexity"])]
+    parts = [b["perplexity"].to_numpy() for _, b in iter_parts(path, 65536, columns=["perplexity"])]
     return np.concatenate(parts) if parts else np.zeros(0)
 
 

@@ -20,9 +20,9 @@ import pandas as pd
 from paracl import schemas
 from paracl.device import seed_everything, select_device
 from paracl.distributed.sharded import Engine, map_shards, stream_shards
-from paracl.io import fingerprint, write_json
+from paracl.io import fingerprint, input_checksum, write_json
 from paracl.params import ParamsError
-from paracl.roundtrip.sample import input_checksum, sampled_sentences
+from paracl.roundtrip.sample import sampled_sentences
 from paracl.roundtrip.standin import describe
 from paracl.roundtrip.translate import Sampling, init_worker, round_trip_shard
 from paracl.stage import run

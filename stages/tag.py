@@ -30,12 +30,14 @@ from paracl.distributed.sharded import Engine, map_shards
 from paracl.io import (
     ArtifactError,
     fingerprint,
+    input_checksum,
     iter_batches,
+    iter_parts,
     read_metadata,
     write_json,
     write_parquet,
 )
-from paracl.paraphrase.shards import column_parts, dir_checksum, group_shards, input_checksum
+from paracl.paraphrase.shards import group_shards
 from paracl.roundtrip import heatmap, tagging
 from paracl.stage import run
 
@@ -115,7 +117,7 @@ def main(params: dict) -> None:
         lang,
         params["device"],
         input_checksum(CANDIDATES),
-        dir_checksum(SCORER),
+        input_checksum(SCORER),
     )
     counts: dict = {}
     shards = group_shards(
@@ -149,7 +151,7 @@ def main(params: dict) -> None:
     summary = Summary(seed, cfg["heatmap_max_pairs"])
     needed = sorted(set(GOOD_COLUMNS) | {"dropped", "heatmap"})
     if manifest["rows"]:
-        for part, batch in column_parts(SCORED, needed):
+        for part, batch in iter_parts(SCORED, 65536, columns=needed):
             summary.add(part, batch)
     empty_good = pd.DataFrame({c: pd.Series(dtype=object) for c in GOOD_COLUMNS})
     good = pd.concat(summary.good, ignore_index=True) if summary.good else empty_good

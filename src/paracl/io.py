@@ -157,19 +157,49 @@ def read_metadata(path: str | Path) -> dict:
     return json.loads(raw) if raw else {}
 
 
-def iter_batches(
-    path: str | Path, batch_size: int = 10_000, schema: pa.Schema | None = None
-) -> Iterator[pd.DataFrame]:
-    """Stream a Parquet file or shard directory in record batches (bounded memory)."""
+def iter_parts(
+    path: str | Path,
+    batch_size: int = 10_000,
+    schema: pa.Schema | None = None,
+    columns: list[str] | None = None,
+) -> Iterator[tuple[int, pd.DataFrame]]:
+    """(shard index, record batch) of a Parquet file or shard directory, streamed; only
+    `columns` if given. The index lets driver-side reductions follow shard boundaries."""
     path = Path(path)
     if not path.exists():
         raise ArtifactError(f"{path}: not found (did the stage that writes it run?)")
-    for part in _parquet_files(path):
+    for index, part in enumerate(_parquet_files(path)):
         pf = pq.ParquetFile(part)
         if schema is not None:
             check_schema(pf.schema_arrow, schema, str(part))
-        for batch in pf.iter_batches(batch_size=batch_size):
-            yield batch.to_pandas()
+        for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
+            yield index, batch.to_pandas()
+
+
+def iter_batches(
+    path: str | Path,
+    batch_size: int = 10_000,
+    schema: pa.Schema | None = None,
+    columns: list[str] | None = None,
+) -> Iterator[pd.DataFrame]:
+    """Stream a Parquet file or shard directory in record batches (bounded memory)."""
+    for _, batch in iter_parts(path, batch_size, schema, columns):
+        yield batch
+
+
+def input_checksum(path: str | Path) -> str:
+    """What a resume key fingerprints for an input: a file's sha256; for a shard
+    directory the sha256 of its `_manifest.json` (which lists every shard's checksum);
+    for any other directory (a model) the fingerprint of every file's sha256."""
+    path = Path(path)
+    if not path.exists():
+        raise ArtifactError(f"{path}: not found (did the stage that writes it run?)")
+    if (path / "_manifest.json").is_file():
+        return sha256_file(path / "_manifest.json")
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        return fingerprint([(str(p.relative_to(path)), sha256_file(p)) for p in files])
+    return sha256_file(path)
 
 
 def fingerprint(*parts: Any) -> str:

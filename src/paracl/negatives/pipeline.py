@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from paracl import schemas
+from paracl.io import iter_batches
 from paracl.negatives.chunks import noun_chunk_spans
 from paracl.negatives.generate import T5Filler
 from paracl.negatives.masking import Masked, mask_spans, parse_fills, reassemble
@@ -162,16 +164,17 @@ def iter_sample(
     (the driver holds max_sentences positions), then (id, text, lang) batch by batch."""
     import numpy as np
 
-    from paracl.roundtrip.sample import iter_columns
-
     picked = None
     if max_sentences is not None:
-        n = sum(int((b["lang"] == lang).sum()) for b in iter_columns(path, ["lang"], batch_size))
+        n = sum(
+            int((b["lang"] == lang).sum())
+            for b in iter_batches(path, batch_size, schemas.CORPUS, ["lang"])
+        )
         if n > max_sentences:
             rng = np.random.default_rng(seed)
             picked = np.sort(rng.choice(n, size=max_sentences, replace=False))
     seen = 0
-    for batch in iter_columns(path, ["id", "text", "lang"], batch_size):
+    for batch in iter_batches(path, batch_size, schemas.CORPUS, ["id", "text", "lang"]):
         batch = batch[batch["lang"] == lang]
         positions = np.arange(seen, seen + len(batch))
         seen += len(batch)

@@ -5,43 +5,13 @@ keeps the best candidate of each sentence and tag removes a sentence's duplicate
 candidates, so all candidates of one sentence must be in the same shard. Upstream stages
 write a sentence's candidates as consecutive rows, so grouping while streaming is enough:
 the driver holds one shard (plus one read batch) at a time, never the artifact.
-
-Also: the checksum of an input that may be a file or a shard directory (for resume keys),
-and a column-only streaming reader that tells which shard each batch came from (for
-driver-side reductions that must not depend on read batch sizes).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
-
-from paracl.io import ArtifactError, sha256_file
-
-
-def input_checksum(path: str | Path) -> str:
-    """sha256 of a Parquet file, or of a shard directory's `_manifest.json` (which lists
-    every shard's sha256), so a resume key changes whenever the input does."""
-    path = Path(path)
-    if path.is_dir():
-        manifest = path / "_manifest.json"
-        if not manifest.exists():
-            raise ArtifactError(f"{path}: shard directory without _manifest.json")
-        return sha256_file(manifest)
-    if not path.exists():
-        raise ArtifactError(f"{path}: not found (did the stage that writes it run?)")
-    return sha256_file(path)
-
-
-def dir_checksum(path: str | Path) -> str:
-    """sha256 over every file of a directory (a model), in path order."""
-    path = Path(path)
-    return ";".join(
-        f"{p.relative_to(path)}:{sha256_file(p)}" for p in sorted(path.rglob("*")) if p.is_file()
-    )
 
 
 def group_shards(
@@ -101,21 +71,3 @@ def group_shards(
             break
     if held:
         yield emit()
-
-
-def part_files(path: str | Path) -> list[Path]:
-    """A Parquet file, or a shard directory's parts in shard order."""
-    path = Path(path)
-    if not path.exists():
-        raise ArtifactError(f"{path}: not found (did the stage that writes it run?)")
-    return sorted(path.glob("part-*.parquet")) if path.is_dir() else [path]
-
-
-def column_parts(
-    path: str | Path, columns: list[str], batch_size: int = 65536
-) -> Iterator[tuple[int, pd.DataFrame]]:
-    """(shard index, batch) with only `columns`, streamed: a driver-side pass over an
-    artifact that reads only what it needs."""
-    for index, part in enumerate(part_files(path)):
-        for batch in pq.ParquetFile(part).iter_batches(batch_size=batch_size, columns=columns):
-            yield index, batch.to_pandas()
