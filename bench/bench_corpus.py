@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import tempfile
 import time
 from pathlib import Path
 
@@ -95,13 +96,15 @@ def main() -> None:
         for workers in args.workers:
             cpu0 = cpu_seconds()
             start = time.perf_counter()
-            frame, metrics = prepare_corpus(cfg, workers=workers, shard_size=args.shard_size)
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "sentences.parquet"
+                metrics = prepare_corpus(cfg, out, workers=workers, shard_size=args.shard_size)
             wall = time.perf_counter() - start
             cpu = cpu_seconds() - cpu0
             n_in = metrics["sentences_in"]
             print(
-                f"| {lang} | {workers} | {n_in} | {len(frame)} | {wall:.1f} | {cpu:.1f} | "
-                f"{n_in / wall:.0f} | {len(frame) / wall:.0f} |",
+                f"| {lang} | {workers} | {n_in} | {metrics['kept']} | {wall:.1f} | {cpu:.1f} | "
+                f"{n_in / wall:.0f} | {metrics['kept'] / wall:.0f} |",
                 flush=True,
             )
         steps[lang] = per_step(cfg)

@@ -3,8 +3,9 @@
 The input is the mirrored wiki-en sample (first `--lines` lines) repeated 1×, 4×, 16×;
 every copy after the first gets a prefix ("Copy 3: …") so that dedup does not collapse
 the copies: the work and the candidate list really grow with the input. Each run is a
-fresh subprocess, so its peak RSS is its own: `driver MB` is the stage process (it holds
-the deduplicated candidates), `pool MB` the largest local worker (Ray workers run under
+fresh subprocess, so its peak RSS is its own: `driver MB` is the stage process (it should
+stay flat as the input grows: dedup spills hashes to disk, langdetect reads one window
+of texts), `pool MB` the largest local worker (Ray workers run under
 the raylet and are not counted; a Ray worker holds one task's shard, like a pool
 worker). `cpu s` = CPU time of the driver and its local workers during the stage (not
 imports); on a shared machine it is the figure that does not depend on the neighbours.
@@ -58,7 +59,10 @@ def one_run(source: str, executor: str, workers: int, cap: int, shard_size: int)
     cfg = CorpusConfig(source, "text", "en", 5, 50, 0.99, cap, 42)
     cpu0 = cpu_seconds()
     start = time.perf_counter()
-    frame, metrics = prepare_corpus(cfg, workers=workers, shard_size=shard_size, executor=executor)
+    with tempfile.TemporaryDirectory() as tmp:
+        metrics = prepare_corpus(
+            cfg, Path(tmp) / "sentences.parquet", workers, shard_size, executor
+        )
     wall = time.perf_counter() - start
     cpu = cpu_seconds() - cpu0
     self_ru = resource.getrusage(resource.RUSAGE_SELF)
@@ -70,7 +74,7 @@ def one_run(source: str, executor: str, workers: int, cap: int, shard_size: int)
         "pool_mb": kids.ru_maxrss / 1024,
         "sentences_in": metrics["sentences_in"],
         "candidates": metrics["langdetect_checked"] + metrics["dropped"]["over_max_sentences"],
-        "kept": len(frame),
+        "kept": metrics["kept"],
     }
 
 

@@ -3,10 +3,9 @@
 import logging
 import time
 
-from paracl import schemas
 from paracl.corpus.pipeline import CorpusConfig, cache_key, default_workers, prepare_corpus
 from paracl.distributed.shards import ShardCache
-from paracl.io import write_json, write_parquet
+from paracl.io import write_json
 from paracl.stage import run
 
 OUT = "data/corpus/sentences.parquet"
@@ -23,22 +22,21 @@ def main(params: dict) -> None:
     # Finished shards go to data/corpus/sentences.parquet.partial-<key>/ as they are
     # consumed: an interrupted run resumes from them (same bytes as a clean run).
     cache = ShardCache(OUT, cache_key(cfg, section["shard_size"]))
-    frame, metrics = prepare_corpus(
+    metrics = prepare_corpus(
         cfg,
+        OUT,
         workers=workers,
         shard_size=section["shard_size"],
         executor=executor,
         ray_address=params["ray_address"],
         cache=cache,
     )
-    # Metadata and metrics hold no timings or worker counts: same params, same bytes.
-    meta = {"stage": "prepare_corpus", "config": metrics["params"], "tools": metrics["tools"]}
-    write_parquet(frame, OUT, schemas.CORPUS, metadata=meta)
+    # Metrics hold no timings or worker counts: same params, same bytes.
     write_json(metrics, METRICS)
     cache.remove()
     logging.getLogger("prepare_corpus").info(
         "%d sentences (%s) -> %s in %.1f s with %d %s worker(s)",
-        len(frame),
+        metrics["kept"],
         cfg.lang,
         OUT,
         time.perf_counter() - start,

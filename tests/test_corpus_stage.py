@@ -11,13 +11,16 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
 from paracl import schemas
+from paracl.corpus import pipeline
 from paracl.corpus.pipeline import CorpusConfig, prepare_corpus, split_shard
 from paracl.corpus.readers import Document
-from paracl.io import read_parquet, write_parquet
+from paracl.io import read_parquet
 from paracl.params import ParamsError
 from paracl.stage import InputError
 
@@ -62,18 +65,26 @@ def config(source: Path, **overrides) -> CorpusConfig:
     return replace(cfg, **overrides)
 
 
+def run(cfg: CorpusConfig, out: Path, **kwargs) -> tuple[pd.DataFrame, dict]:
+    """Run the pipeline into `out`; return the written sentences and the metrics."""
+    metrics = prepare_corpus(cfg, out, **kwargs)
+    return read_parquet(out), metrics
+
+
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     return english_corpus(tmp_path_factory.mktemp("corpus") / "wiki.txt")
 
 
 @pytest.fixture(scope="module")
-def full_run(corpus):
-    return prepare_corpus(config(corpus), workers=1, shard_size=7)
+def full_run(corpus, tmp_path_factory):
+    out = tmp_path_factory.mktemp("full") / "sentences.parquet"
+    frame, metrics = run(config(corpus), out, workers=1, shard_size=7)
+    return frame, metrics, out.read_bytes()
 
 
 def test_every_filter_is_counted(full_run, corpus):
-    frame, metrics = full_run
+    frame, metrics, _ = full_run
     assert metrics["sentences_in"] == 77
     assert metrics["dropped"] == {
         "too_short": 1,
@@ -111,11 +122,11 @@ def test_length_filter_is_strict_and_ids_count_dropped_sentences():
     ]
 
 
-def test_cap_is_a_reproducible_sample(corpus, full_run):
-    frame, _ = full_run
-    a, meta_a = prepare_corpus(config(corpus, max_sentences=10), workers=1)
-    b, _ = prepare_corpus(config(corpus, max_sentences=10), workers=1)
-    c, _ = prepare_corpus(config(corpus, max_sentences=10, seed=1), workers=1)
+def test_cap_is_a_reproducible_sample(corpus, full_run, tmp_path):
+    frame, _, _ = full_run
+    a, meta_a = run(config(corpus, max_sentences=10), tmp_path / "a.parquet", workers=1)
+    b, _ = run(config(corpus, max_sentences=10), tmp_path / "b.parquet", workers=1)
+    c, _ = run(config(corpus, max_sentences=10, seed=1), tmp_path / "c.parquet", workers=1)
     assert a.equals(b) and len(a) == 10
     assert set(a["id"]) <= set(frame["id"])
     assert list(a["id"]) == [i for i in frame["id"] if i in set(a["id"])]  # input order
@@ -123,18 +134,25 @@ def test_cap_is_a_reproducible_sample(corpus, full_run):
     assert meta_a["dropped"]["over_max_sentences"] == 74 - meta_a["langdetect_checked"]
 
 
-def test_output_bytes_do_not_depend_on_workers_or_shards(corpus, full_run, tmp_path):
-    frame_1, metrics_1 = full_run
-    frame_2, metrics_2 = prepare_corpus(config(corpus), workers=2, shard_size=3)
-    capped_1, _ = prepare_corpus(config(corpus, max_sentences=20), workers=1, shard_size=50)
-    capped_2, _ = prepare_corpus(config(corpus, max_sentences=20), workers=2, shard_size=2)
+def test_output_bytes_do_not_depend_on_workers_or_shards(corpus, full_run, tmp_path, monkeypatch):
+    _, metrics_1, bytes_1 = full_run
+    out = {name: tmp_path / f"{name}.parquet" for name in ("a", "b", "c", "capped_1", "capped_2")}
+    metrics_2 = prepare_corpus(config(corpus), out["a"], workers=2, shard_size=3)
+    capped = config(corpus, max_sentences=20)
+    prepare_corpus(capped, out["capped_1"], workers=1, shard_size=50)
+    # tiny row groups and langdetect windows: their boundaries fall inside the shards
+    monkeypatch.setattr(pipeline, "ROW_GROUP", 4)
+    monkeypatch.setattr(pipeline, "WINDOW", 4)
+    monkeypatch.setattr(pipeline, "MAX_WINDOW", 8)
+    prepare_corpus(config(corpus), out["b"], workers=2, shard_size=2)
+    prepare_corpus(config(corpus), out["c"], workers=1, shard_size=50)
+    prepare_corpus(capped, out["capped_2"], workers=2, shard_size=2)
     assert metrics_1 == metrics_2
-    blobs = []
-    for i, frame in enumerate([frame_1, frame_2, frame_1]):
-        write_parquet(frame, tmp_path / f"{i}.parquet", schemas.CORPUS, {"k": 1})
-        blobs.append((tmp_path / f"{i}.parquet").read_bytes())
-    assert blobs[0] == blobs[1] == blobs[2]
-    assert capped_1.equals(capped_2)
+    assert out["a"].read_bytes() == bytes_1
+    assert out["b"].read_bytes() == out["c"].read_bytes()
+    assert pq.ParquetFile(out["b"]).metadata.num_row_groups == 18  # 72 rows / 4
+    assert read_parquet(out["b"]).equals(read_parquet(out["a"]))
+    assert read_parquet(out["capped_1"]).equals(read_parquet(out["capped_2"]))
 
 
 def test_japanese_jaquad_run(tmp_path):
@@ -146,7 +164,8 @@ def test_japanese_jaquad_run(tmp_path):
     ]
     data = {"data": [{"title": "寺院", "paragraphs": [{"context": c} for c in contexts]}]}
     (tmp_path / "a.json").write_text(json.dumps(data, ensure_ascii=False), "utf-8")
-    frame, metrics = prepare_corpus(config(tmp_path, format="jaquad", lang="ja"), workers=1)
+    cfg = config(tmp_path, format="jaquad", lang="ja")
+    frame, metrics = run(cfg, tmp_path / "out" / "sentences.parquet", workers=1)
     assert list(frame["text"]) == [
         "東大寺は奈良県奈良市にある華厳宗の大本山の寺院である。",
         "奈良時代には中心堂宇の大仏殿のほか、東西二つの七重塔を含む大伽藍が整備された。",
@@ -160,9 +179,11 @@ def test_japanese_jaquad_run(tmp_path):
     assert "IPAdic" in metrics["tools"]["dictionary"]
 
 
-def test_wrong_language_is_a_clear_error(corpus):
+def test_wrong_language_is_a_clear_error(corpus, tmp_path):
+    out = tmp_path / "sentences.parquet"
     with pytest.raises(InputError, match="no sentence survived.*Is the input in 'ja'"):
-        prepare_corpus(config(corpus, lang="ja"), workers=1)
+        prepare_corpus(config(corpus, lang="ja"), out, workers=1)
+    assert not out.exists() and not list(tmp_path.iterdir())  # nothing half-written
 
 
 def test_word_bounds_that_admit_nothing_are_a_params_error():

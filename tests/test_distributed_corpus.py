@@ -12,12 +12,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from paracl import schemas
 from paracl.corpus import pipeline
 from paracl.corpus.pipeline import CorpusConfig, cache_key, prepare_corpus
 from paracl.distributed.executor import Done, make_executor
 from paracl.distributed.shards import ShardCache
-from paracl.io import write_parquet
 from paracl.params import ParamsError
 
 SUBJECTS = ["The old teacher", "A young engineer", "My neighbour", "The small company", "He"]
@@ -41,11 +39,6 @@ def config(source: Path, max_sentences: int | None) -> CorpusConfig:
     return CorpusConfig(str(source), "text", "en", 5, 50, 0.99, max_sentences, 42)
 
 
-def artifact_bytes(frame, path: Path) -> bytes:
-    write_parquet(frame, path, schemas.CORPUS, {"k": 1})
-    return path.read_bytes()
-
-
 @pytest.mark.parametrize(
     ("phase", "fn_name", "max_sentences"),
     [("split", "split_shard", None), ("langid", "detect_block", 60)],
@@ -67,26 +60,26 @@ def test_crashed_run_resumes_from_finished_shards(
 
     monkeypatch.setattr(pipeline, fn_name, counting)
     crash_at = None
-    clean, clean_metrics = prepare_corpus(cfg, shard_size=10)
+    clean = tmp_path / "clean.parquet"
+    clean_metrics = prepare_corpus(cfg, clean, shard_size=10)
     clean_calls = calls["n"]
     assert clean_calls >= 4
 
     out, key = tmp_path / "sentences.parquet", cache_key(cfg, 10)
     calls["n"], crash_at = 0, 3
     with pytest.raises(RuntimeError, match="simulated crash"):
-        prepare_corpus(cfg, shard_size=10, cache=ShardCache(out, key))
+        prepare_corpus(cfg, out, shard_size=10, cache=ShardCache(out, key))
+    assert not out.exists()  # nothing half-written
     cached = [n for n in ShardCache(out, key).manifest if n.startswith(phase)]
     assert cached, "no shard of the crashed phase was kept"
 
     calls["n"], crash_at = 0, None
     cache = ShardCache(out, key)
-    resumed, resumed_metrics = prepare_corpus(cfg, shard_size=10, cache=cache)
+    resumed_metrics = prepare_corpus(cfg, out, shard_size=10, cache=cache)
     assert cache.loaded >= len(cached)
     assert calls["n"] == clean_calls - len(cached)  # finished shards are not recomputed
     assert resumed_metrics == clean_metrics
-    assert artifact_bytes(resumed, tmp_path / "a.parquet") == artifact_bytes(
-        clean, tmp_path / "b.parquet"
-    )
+    assert out.read_bytes() == clean.read_bytes()
 
 
 def test_shard_cache_rejects_damaged_and_stale_shards(tmp_path):
@@ -135,13 +128,12 @@ def test_ray_executor_without_ray_names_the_extra(monkeypatch):
 @pytest.mark.parametrize("max_sentences", [None, 25])
 def test_ray_executor_writes_the_local_executors_bytes(source, tmp_path, local_ray, max_sentences):
     cfg = config(source, max_sentences)
-    local, local_metrics = prepare_corpus(cfg, workers=1, shard_size=10)
-    cache = ShardCache(tmp_path / "ray.parquet", cache_key(cfg, 7))
-    remote, remote_metrics = prepare_corpus(
-        cfg, workers=2, shard_size=7, executor="ray", cache=cache
+    local, remote = tmp_path / "local.parquet", tmp_path / "ray.parquet"
+    local_metrics = prepare_corpus(cfg, local, workers=1, shard_size=10)
+    cache = ShardCache(remote, cache_key(cfg, 7))
+    remote_metrics = prepare_corpus(
+        cfg, remote, workers=2, shard_size=7, executor="ray", cache=cache
     )
     assert remote_metrics == local_metrics
-    assert artifact_bytes(remote, tmp_path / "r.parquet") == artifact_bytes(
-        local, tmp_path / "l.parquet"
-    )
+    assert remote.read_bytes() == local.read_bytes()
     assert os.listdir(cache.dir)  # the Ray run saved its shards as it went

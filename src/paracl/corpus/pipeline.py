@@ -5,32 +5,34 @@ everything else together:
 
 1. read documents (readers.py); split into sentences and tokenise in worker
    processes, one shard of documents per task; drop sentences of <= min_words or
-   >= max_words words (PPDB paper §4.2: "more than 5 and fewer than 50");
-2. deduplicate by text, keeping the first occurrence in input order;
-3. langdetect (seeded) on the survivors in a seeded random order, again in worker
-   processes, keeping those with p(lang) >= threshold, and stopping once
-   `max_sentences` are kept. The first k survivors of a random permutation are a
-   uniform random sample of all survivors, so this is the reproducible sample the
-   cap asks for, without running langdetect on sentences the cap would discard.
+   >= max_words words (PPDB paper §4.2: "more than 5 and fewer than 50"); each
+   worker also hashes its sentences' texts for step 2;
+2. deduplicate by text, keeping the first occurrence in input order (dedup.py: the
+   hashes are spilled to disk in buckets, one bucket in memory at a time);
+3. langdetect (seeded) on the survivors in a seeded random order (order.py), again in
+   worker processes, keeping those with p(lang) >= threshold, and stopping once
+   `max_sentences` are kept. The first k survivors of a random order are a uniform
+   random sample of all survivors, so this is the reproducible sample the cap asks
+   for, without running langdetect on sentences the cap would discard;
+4. stream the kept rows out of the split shards into the output file, in input order.
 
 Results are consumed in submission order and documents are never split across
-shards, so the output is the same bytes for any number of workers, and for either
-executor (a local process pool or Ray tasks, paracl.distributed.executor). With a
-`ShardCache` each shard's split result and each langdetect block is saved as it is
-consumed; a rerun after a crash loads them instead of recomputing (same bytes out).
+shards, so the output is the same bytes for any number of workers and shard size, and
+for either executor (a local process pool or Ray tasks, paracl.distributed.executor).
+With a `ShardCache` each shard's split result and each langdetect block is saved as it
+is consumed; a rerun after a crash loads them instead of recomputing (same bytes out).
 Sentence ids are `<doc_id>-<n>`, n counting every sentence of the document before
 filtering, so an id does not change when a filter setting does.
 
-Memory: split shards always go to disk (to the given cache, or a temporary one), and
-the driver keeps of each deduplicated candidate only its text (needed for dedup and
-langdetect) and where its record lies; the kept records are read back from the shards
-at the end. Tokens, titles and ids of the whole corpus are never held at once.
+Memory: split shards go to disk at once (to the given cache, or a temporary one). The
+driver then holds the row count of each shard, the indices of the duplicates and of
+langdetect's rejects, one dedup bucket (24 bytes × sentences / 64) and one window of
+texts being checked (order.py); never the corpus.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import logging
 import os
@@ -38,19 +40,23 @@ import tempfile
 from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from paracl import schemas
 from paracl.corpus import langid, segment, tokenize
+from paracl.corpus.dedup import DigestSpill, is_member, text_digests
+from paracl.corpus.order import OrderedCandidates, SplitIndex, check_keys, windows
 from paracl.corpus.readers import Document, ReadStats, read_documents
 from paracl.distributed.executor import Done, Executor, make_executor
 from paracl.distributed.shards import ShardCache
-from paracl.io import fingerprint, sha256_file
+from paracl.io import atomic_path, fingerprint, sha256_file
 from paracl.params import ParamsError
 from paracl.stage import InputError
 
@@ -58,7 +64,10 @@ log = logging.getLogger(__name__)
 
 LANGID_BLOCK = 256  # candidate sentences per langdetect task …
 LANGID_MIN_BLOCK = 16  # … shrinking to this near the cap, so little work is wasted
-CACHE_VERSION = 1  # bump when what a cached shard holds changes
+WINDOW = 50_000  # candidates whose texts are read at once for langdetect, doubling …
+MAX_WINDOW = 400_000  # … up to this (~50 MB of Arrow text)
+ROW_GROUP = 65_536  # output rows per Parquet row group (fixed: bytes never depend on shards)
+CACHE_VERSION = 2  # bump when what a cached shard holds changes
 
 
 @dataclass(frozen=True)
@@ -124,6 +133,26 @@ def split_shard(task: tuple[list[Document], str, int, int]) -> tuple[list[Record
     return records, counts
 
 
+def split_table(task: tuple[list[Document], str, int, int]) -> pa.Table:
+    """split_shard's result as one Arrow table (runs in a worker): the records, a
+    128-bit digest of each text for dedup (h1, h2), the filter counts in the metadata."""
+    records, counts = split_shard(task)
+    columns = list(zip(*records, strict=True)) if records else [[]] * 5
+    h1, h2 = text_digests(columns[3])
+    table = pa.table(
+        {
+            "doc_id": pa.array(columns[0], pa.string()),
+            "title": pa.array(columns[1], pa.string()),
+            "n": pa.array(columns[2], pa.int64()),
+            "text": pa.array(columns[3], pa.string()),
+            "tokens": pa.array(columns[4], pa.list_(pa.string())),
+            "h1": pa.array(h1, pa.uint64()),
+            "h2": pa.array(h2, pa.uint64()),
+        }
+    )
+    return table.replace_schema_metadata({b"counts": json.dumps(counts).encode()})
+
+
 def detect_block(task: tuple[list[str], str]) -> list[float]:
     """langdetect's p(lang) for each sentence of a block (runs in a worker)."""
     texts, lang = task
@@ -159,13 +188,15 @@ def cache_key(cfg: CorpusConfig, shard_size: int) -> str:
 
 def prepare_corpus(
     cfg: CorpusConfig,
+    out: str | Path,
     workers: int = 1,
     shard_size: int = 2000,
     executor: str = "local",
     ray_address: str | None = None,
     cache: ShardCache | None = None,
-) -> tuple[pd.DataFrame, dict]:
-    """Run the whole stage; return the sentences (schemas.CORPUS) and metrics.
+) -> dict:
+    """Run the whole stage: write the sentences to `out` (schemas.CORPUS, atomically);
+    return the metrics.
 
     `workers` processes (local) or Ray tasks in flight split/tokenise shards of about
     `shard_size` paragraphs and then run langdetect; neither these nor `executor`
@@ -176,38 +207,47 @@ def prepare_corpus(
         if cache is None:
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="paracl-corpus-"))
             cache = ShardCache(Path(tmp) / "sentences", "run")
-        return _prepare(cfg, workers, shard_size, executor, ray_address, cache)
+        return _prepare(cfg, Path(out), workers, shard_size, executor, ray_address, cache)
 
 
 def _prepare(
     cfg: CorpusConfig,
+    out: Path,
     workers: int,
     shard_size: int,
     executor: str,
     ray_address: str | None,
     cache: ShardCache,
-) -> tuple[pd.DataFrame, dict]:
+) -> dict:
     stats = ReadStats()
     docs = read_documents(cfg.source, cfg.format, stats)
     with make_executor(executor, workers, _init_worker, (cfg.seed,), ray_address) as ex:
-        counts, candidates = _split_and_dedup(cfg, shard_documents(docs, shard_size), ex, cache)
+        counts, index = _split_and_dedup(cfg, shard_documents(docs, shard_size), ex, cache)
         log.info(
             "%s: %d documents, %d sentences, %d pass length filter and dedup",
             cfg.source,
             stats.documents,
             counts["sentences"],
-            len(candidates),
+            index.candidates,
         )
-        kept, checked, lang_dropped = _langdetect_sample(cfg, candidates, ex, cache)
+        checked = _langdetect_sample(cfg, index, ex, cache)
     log.info("shard cache %s: %d shard(s) reused from an earlier run", cache.dir, cache.loaded)
-    frame = _frame(_read_records(cache, candidates, sorted(kept)), cfg.lang)
-    if frame.empty:
+    if checked.kept == 0:
         raise InputError(
             f"{cfg.source}: no sentence survived the filters ({counts['sentences']} "
-            f"sentences; {len(candidates)} passed length/dedup; {lang_dropped} of them "
-            f"had p({cfg.lang}) < {cfg.langdetect_threshold}). Is the input in '{cfg.lang}'?"
+            f"sentences; {index.candidates} passed length/dedup; {len(checked.dropped)} of "
+            f"them had p({cfg.lang}) < {cfg.langdetect_threshold}). Is the input in '{cfg.lang}'?"
         )
-    metrics = {
+    params = {k: v for k, v in asdict(cfg).items() if k not in ("source", "format")}
+    tools = {
+        "sentence_splitter": segment.describe(cfg.lang),
+        **tokenize.describe(cfg.lang),
+        "langdetect": f"{langid.describe()} (DetectorFactory.seed={cfg.seed})",
+    }
+    # Metadata holds no timings or worker counts: same params, same bytes.
+    meta = {"stage": "prepare_corpus", "config": params, "tools": tools}
+    n_words = _write_kept(cfg, index, checked, cache, out, meta)
+    return {
         "lang": cfg.lang,
         "input": {"source": cfg.source, "format": cfg.format, **stats.as_dict()},
         "sentences_in": counts["sentences"],
@@ -215,57 +255,19 @@ def _prepare(
             "too_short": counts["too_short"],
             "too_long": counts["too_long"],
             "duplicate": counts["duplicate"],
-            "langdetect": lang_dropped,
-            "over_max_sentences": len(candidates) - checked,
+            "langdetect": len(checked.dropped),
+            "over_max_sentences": index.candidates - checked.count,
         },
-        "langdetect_checked": checked,
-        "kept": len(frame),
-        "params": {k: v for k, v in asdict(cfg).items() if k not in ("source", "format")},
-        "tools": {
-            "sentence_splitter": segment.describe(cfg.lang),
-            **tokenize.describe(cfg.lang),
-            "langdetect": f"{langid.describe()} (DetectorFactory.seed={cfg.seed})",
-        },
-        "n_words": _length_summary(frame),
+        "langdetect_checked": checked.count,
+        "kept": checked.kept,
+        "params": params,
+        "tools": tools,
+        "n_words": n_words,
     }
-    return frame, metrics
-
-
-def _records_table(records: list[Record], counts: dict) -> pa.Table:
-    """One split shard as Arrow (its filter counts in the schema metadata)."""
-    columns = list(zip(*records, strict=True)) if records else [[]] * 5
-    table = pa.table(
-        {
-            "doc_id": pa.array(columns[0], pa.string()),
-            "title": pa.array(columns[1], pa.string()),
-            "n": pa.array(columns[2], pa.int64()),
-            "text": pa.array(columns[3], pa.string()),
-            "tokens": pa.array(columns[4], pa.list_(pa.string())),
-        }
-    )
-    return table.replace_schema_metadata({b"counts": json.dumps(counts).encode()})
-
-
-def _table_records(table: pa.Table) -> list[Record]:
-    cols = [table.column(n).to_pylist() for n in ("doc_id", "title", "n", "text", "tokens")]
-    return list(zip(*cols, strict=True))
 
 
 def _split_name(shard: int) -> str:
     return f"split-{shard:06d}"
-
-
-@dataclass
-class Candidates:
-    """The deduplicated sentences in input order: each one's text (dedup and langdetect
-    need it) and where its record lies (split shard, row); the records stay on disk."""
-
-    texts: list[str] = field(default_factory=list)
-    shard: array = field(default_factory=lambda: array("l"))
-    row: array = field(default_factory=lambda: array("l"))
-
-    def __len__(self) -> int:
-        return len(self.texts)
 
 
 def _split_and_dedup(
@@ -273,11 +275,10 @@ def _split_and_dedup(
     shards: Iterable[list[Document]],
     ex: Executor,
     cache: ShardCache,
-) -> tuple[dict, Candidates]:
-    """Phase 1 over all shards; dedup here, in input order (it needs every shard)."""
+) -> tuple[dict, SplitIndex]:
+    """Phase 1 over all shards, then dedup (it needs every shard's hashes)."""
     counts = {"sentences": 0, "too_short": 0, "too_long": 0, "duplicate": 0}
-    seen: set[str] = set()
-    candidates = Candidates()
+    rows: list[int] = []
     fresh: deque[bool] = deque()  # per task in order: computed now (to be saved)?
 
     def tasks() -> Iterator:
@@ -290,118 +291,186 @@ def _split_and_dedup(
                 else (shard, cfg.lang, cfg.min_words, cfg.max_words)
             )
 
-    results = ex.map(split_shard, tasks())
-    for i, result in enumerate(tqdm(results, desc="split+tokenise (shards)", disable=None)):
-        if fresh.popleft():
-            result = _records_table(*result)
-            cache.put(_split_name(i), result)
-        for key, value in json.loads(result.schema.metadata[b"counts"]).items():
-            counts[key] += value
-        for row, text in enumerate(result.column("text").to_pylist()):
-            if text in seen:
-                counts["duplicate"] += 1
-            else:
-                seen.add(text)
-                candidates.texts.append(text)
-                candidates.shard.append(i)
-                candidates.row.append(row)
-    return counts, candidates
+    with tempfile.TemporaryDirectory(prefix="dedup-", dir=cache.dir) as spill_dir:
+        spill = DigestSpill(spill_dir)
+        try:
+            results = ex.map(split_table, tasks())
+            for i, table in enumerate(tqdm(results, desc="split+tokenise (shards)", disable=None)):
+                if fresh.popleft():
+                    cache.put(_split_name(i), table)
+                for key, value in json.loads(table.schema.metadata[b"counts"]).items():
+                    counts[key] += value
+                spill.add(table.column("h1").to_numpy(), table.column("h2").to_numpy())
+                rows.append(table.num_rows)
+            duplicates = spill.duplicates()
+        finally:
+            spill.close()
+    counts["duplicate"] = len(duplicates)
+    return counts, SplitIndex(rows, duplicates)
 
 
-def _read_records(cache: ShardCache, candidates: Candidates, indices: list[int]) -> list[Record]:
-    """The records of the candidates at `indices` (ascending), read back shard by shard."""
-    records: list[Record] = []
-    for shard, group in itertools.groupby(indices, key=lambda i: candidates.shard[i]):
-        rows = [candidates.row[i] for i in group]
-        records.extend(_table_records(cache.read(_split_name(shard)).take(rows)))
-    return records
+@dataclass
+class Checked:
+    """What langdetect did: it checked every candidate whose key is <= `last_key` (keys
+    are unique, order.py) and rejected the ones whose keys are in `dropped` (sorted)."""
+
+    count: int
+    last_key: int | None
+    dropped: np.ndarray
+
+    @property
+    def kept(self) -> int:
+        return self.count - len(self.dropped)
+
+    def keeps(self, keys: np.ndarray) -> np.ndarray:
+        """Which candidates (by key; duplicates already excluded) are in the output."""
+        if self.last_key is None:
+            return np.zeros(len(keys), bool)
+        return (keys <= np.uint64(self.last_key)) & ~is_member(keys, self.dropped)
 
 
 def _langdetect_sample(
     cfg: CorpusConfig,
-    candidates: Candidates,
+    index: SplitIndex,
     ex: Executor,
     cache: ShardCache,
-) -> tuple[list[int], int, int]:
-    """Indices of the kept candidates, how many were checked, how many langdetect dropped.
-
-    Candidates are checked in a seeded random order (input order without a cap) and
-    consumed strictly in that order, so the kept set never depends on timing. Blocks
-    shrink as the cap nears, so workers do not run far past it. A cached block is
-    named by its start position in the order, so a rerun reuses it as it was.
+) -> Checked:
+    """Check candidates in key order (seeded random with a cap, input order without),
+    consuming results strictly in that order so the kept set never depends on timing.
+    Blocks shrink as the cap nears, so workers do not run far past it. A cached block
+    is named by its start position in the order, so a rerun reuses it as it was.
     """
     workers = ex.workers
-    order = np.arange(len(candidates))
-    if cfg.max_sentences is not None:
-        order = np.random.default_rng(cfg.seed).permutation(len(candidates))
-    cap = min(cfg.max_sentences or len(candidates), len(candidates))
-    # blocks handed out, not yet consumed, with the cache name to save each under
+    shuffled = cfg.max_sentences is not None
+    cap = min(cfg.max_sentences or index.candidates, index.candidates)
+
+    def read_texts(shard: int, rows: np.ndarray) -> pa.ChunkedArray:
+        return cache.read(_split_name(shard), columns=["text"]).column("text").take(rows)
+
+    first = min(max(WINDOW, cap + cap // 4), MAX_WINDOW)
+    ordered = OrderedCandidates(windows(index, cfg.seed, shuffled, first, MAX_WINDOW, read_texts))
+    # blocks handed out, not yet consumed: their keys, the cache name to save each under
     submitted: deque[tuple[np.ndarray, str | None]] = deque()
-    kept: list[int] = []
+    kept = 0
 
     def tasks() -> Iterator:
         pos = 0
-        while pos < len(order):
+        while True:
             name = f"langid-{pos:010d}"
             table = cache.get(name)
             if table is not None:
                 probs = table.column("prob").to_pylist()
-                submitted.append((order[pos : pos + len(probs)], None))
+                keys, _ = ordered.take(len(probs))
+                submitted.append((keys, None))
                 pos += len(probs)
                 yield Done(probs)
                 continue
-            need = cap - len(kept) - sum(len(b) for b, _ in submitted)
-            size = int(np.clip(need // workers, LANGID_MIN_BLOCK, LANGID_BLOCK))
-            block = order[pos : pos + size]
-            pos += size
-            submitted.append((block, name))
-            yield [candidates.texts[i] for i in block], cfg.lang
+            need = cap - kept - sum(len(b) for b, _ in submitted)
+            keys, texts = ordered.take(
+                int(np.clip(need // workers, LANGID_MIN_BLOCK, LANGID_BLOCK))
+            )
+            if not len(keys):
+                return
+            pos += len(keys)
+            submitted.append((keys, name))
+            yield texts, cfg.lang
 
-    checked = dropped = 0
+    count, last_key, dropped = 0, None, array("Q")
     results = ex.map(detect_block, tasks())
     bar = tqdm(total=cap, desc="langdetect (kept)", disable=None)
     try:
         for probs in results:
-            block, name = submitted.popleft()
+            if kept >= cap:
+                break
+            keys, name = submitted.popleft()
             if name is not None:
                 cache.put(name, pa.table({"prob": pa.array(probs, pa.float64())}))
-            for idx, prob in zip(block, probs, strict=True):
-                if len(kept) >= cap:
+            for key, prob in zip(keys, probs, strict=True):
+                if kept >= cap:
                     break
-                checked += 1
+                count, last_key = count + 1, int(key)
                 if prob >= cfg.langdetect_threshold:
-                    kept.append(int(idx))
+                    kept += 1
                     bar.update(1)
                 else:
-                    dropped += 1
-            if len(kept) >= cap:
-                break
+                    dropped.append(int(key))
     finally:
         results.close()
         bar.close()
-    log.info("langdetect: checked %d, dropped %d, kept %d", checked, dropped, len(kept))
-    return kept, checked, dropped
+    log.info("langdetect: checked %d, dropped %d, kept %d", count, len(dropped), kept)
+    return Checked(count, last_key, np.sort(np.frombuffer(dropped, np.uint64)))
 
 
-def _frame(records: list[Record], lang: str) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "id": [f"{r[0]}-{r[2]}" for r in records],
-            "doc_id": [r[0] for r in records],
-            "title": [r[1] for r in records],
-            "text": [r[3] for r in records],
-            "tokens": [r[4] for r in records],
-            "n_words": np.array([len(r[4]) for r in records], dtype=np.int32),
-            "lang": [lang] * len(records),
-        }
+def _write_kept(
+    cfg: CorpusConfig,
+    index: SplitIndex,
+    checked: Checked,
+    cache: ShardCache,
+    out: Path,
+    meta: dict,
+) -> dict:
+    """Stream the kept rows, shard by shard in input order, into one Parquet file
+    (atomically); return the n_words summary. Row groups have a fixed size, so the
+    bytes do not depend on where the shards end."""
+    schema = schemas.CORPUS.with_metadata(
+        {b"paracl": json.dumps(meta, sort_keys=True, ensure_ascii=False).encode()}
+    )
+    n_sum = n_rows = 0
+    n_min, n_max = None, None
+    with atomic_path(out) as tmp:
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            pending: list[pa.Table] = []
+            for shard in range(len(index.rows)):
+                g = index.shard_range(shard)
+                keep = checked.keeps(check_keys(g, cfg.seed, cfg.max_sentences is not None))
+                keep &= ~is_member(g, index.duplicates)
+                if not keep.any():
+                    continue
+                split = cache.read(_split_name(shard)).filter(pa.array(keep))
+                rows = _corpus_rows(split, cfg.lang, schema)
+                n_words = rows.column("n_words").to_numpy()
+                n_sum, n_rows = n_sum + int(n_words.sum()), n_rows + len(n_words)
+                n_min = min(int(n_words.min()), n_min if n_min is not None else 1 << 30)
+                n_max = max(int(n_words.max()), n_max or 0)
+                pending.append(rows)
+                pending = _write_full_row_groups(writer, pending, final=False)
+            _write_full_row_groups(writer, pending, final=True)
+    if not n_rows:
+        return {}
+    return {"mean": round(n_sum / n_rows, 3), "min": n_min, "max": n_max}
+
+
+def _corpus_rows(split: pa.Table, lang: str, schema: pa.Schema) -> pa.Table:
+    """Split-shard rows → schemas.CORPUS rows."""
+    ids = pc.binary_join_element_wise(
+        split.column("doc_id"), pc.cast(split.column("n"), pa.string()), "-"
+    )
+    return pa.Table.from_arrays(
+        [
+            ids,
+            split.column("doc_id"),
+            split.column("title"),
+            split.column("text"),
+            split.column("tokens"),
+            pc.cast(pc.list_value_length(split.column("tokens")), pa.int32()),
+            pa.array([lang] * split.num_rows, pa.string()),
+        ],
+        schema=schema,
     )
 
 
-def _length_summary(frame: pd.DataFrame) -> dict:
-    if frame.empty:
-        return {}
-    n = frame["n_words"]
-    return {"mean": round(float(n.mean()), 3), "min": int(n.min()), "max": int(n.max())}
+def _write_full_row_groups(
+    writer: pq.ParquetWriter, pending: list[pa.Table], final: bool
+) -> list[pa.Table]:
+    """Write ROW_GROUP-row groups (and on `final` the rest); return what is left over."""
+    table = pa.concat_tables(pending) if pending else None
+    if table is None:
+        return []
+    while table.num_rows >= ROW_GROUP or (final and table.num_rows):
+        group = table.slice(0, ROW_GROUP).combine_chunks()
+        writer.write_table(group, row_group_size=ROW_GROUP)
+        table = table.slice(ROW_GROUP)
+    return [table] if table.num_rows else []
 
 
 def default_workers(requested: int) -> int:

@@ -1,8 +1,8 @@
 """A resumable cache of per-shard results next to a stage's final artifact.
 
-Why not write the artifact itself as shards: downstream stages read one file
-(data/corpus/sentences.parquet), and the corpus needs a global step (dedup, the seeded
-cap) after the per-shard work. So the per-shard results go to
+Why not write the artifact itself as shards: the corpus needs global steps (dedup, the
+seeded cap) after the per-shard work, and then reads the shards again to write
+data/corpus/sentences.parquet. So the per-shard results go to
 `<artifact>.partial-<key>/`, each file written atomically the moment its shard is
 consumed; a rerun after a crash loads the finished ones instead of recomputing them,
 and the stage deletes the directory once the artifact is written.
@@ -59,9 +59,9 @@ class ShardCache:
         self.loaded += 1
         return pq.read_table(path)
 
-    def read(self, name: str) -> pa.Table:
+    def read(self, name: str, columns: list[str] | None = None) -> pa.Table:
         """A shard this run has put or got (no checksum: it was just checked)."""
-        return pq.read_table(self._path(name))
+        return pq.read_table(self._path(name), columns=columns)
 
     def put(self, name: str, table: pa.Table) -> None:
         """Write the shard atomically, then record it in the manifest."""
