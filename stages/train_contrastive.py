@@ -26,7 +26,7 @@ from paracl.io import atomic_path, write_json
 from paracl.params import ParamsError
 from paracl.stage import run
 from paracl.training import parallel
-from paracl.training.methods import METHODS, check_processes, train_method
+from paracl.training.methods import METHODS, train_method
 
 log = logging.getLogger("train_contrastive")
 
@@ -72,7 +72,6 @@ def main(params: dict) -> None:
     if not isinstance(cfg["methods"][name], str):
         raise ParamsError(f"train_contrastive.methods.{name} must be the input artifact's path")
     processes = parallel.env_world_size() if parallel.under_launcher() else cfg["processes"]
-    check_processes(name, processes)
     if processes > 1 and not parallel.under_launcher():
         cmd = parallel.relaunch_command(processes, sys.argv)
         log.info("relaunching on %d processes: %s", processes, " ".join(cmd))

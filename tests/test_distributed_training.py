@@ -1,5 +1,6 @@
 """train_contrastive on 2 CPU processes (gloo, as under torchrun) trains the same model as
-one process on the same global batches and seed: the stage, end to end."""
+one process on the same global batches and seed: the stage, end to end, for every loss
+family (MNRL, JCSE through GradCache, AMS with mega-batch mining, EBSIM's cross-encoder)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ import torch.multiprocessing as mp
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = "man woman cat dog plays runs guitar field kitchen city river sea sun onion".split()
-# ppdb: MNRL in one pass; jcse: JCSE loss through GradCache (mini_batch_size 2)
-RUNS = {"ppdb": None, "jcse": 2}
+# method: mini_batch_size. ppdb: MNRL in one pass; jcse: JCSE loss through GradCache;
+# ams: mining over mega-batches of 2 global batches; ebsim: per-example cross-encoder loss
+RUNS = {"ppdb": None, "jcse": 2, "ams": None, "ebsim": None}
 
 
 def _stage():
@@ -57,6 +59,10 @@ def _workdir(root: Path, model: Path) -> dict:
     )
     pairs.to_parquet(root / "data/ppdb/pairs.parquet")
     pairs[["id", "text", "negative"]].to_parquet(root / "data/negatives/negatives.parquet")
+    (root / "data/corpus").mkdir(parents=True)
+    docs = [(f"d{d}", f"{WORDS[d]} {WORDS[d + 1]}", s) for d in range(8) for s in _sentences(3, d)]
+    corpus = pd.DataFrame(docs, columns=["doc_id", "title", "text"])
+    corpus.to_parquet(root / "data/corpus/sentences.parquet")  # titled documents for EBSIM
     sts = [
         f"g\tf\ty\t{i}\t{(i * 7) % 6}.0\t{a}\t{b}"
         for i, (a, b) in enumerate(zip(_sentences(10, 1), _sentences(10, 2), strict=True))
@@ -72,7 +78,9 @@ def _workdir(root: Path, model: Path) -> dict:
         "ppdb": "data/ppdb/pairs.parquet",
         "jcse": "data/negatives/negatives.parquet",
         "ams": "data/ppdb/pairs.parquet",
+        "ebsim": "data/corpus/sentences.parquet",
     }
+    cfg["ams"].update(mega_batch=2, mine_k=1)
     return params
 
 
@@ -145,7 +153,8 @@ def test_two_processes_train_the_single_process_model(tmp_path, no_dropout_bert,
         m1 = json.loads((one / f"metrics/train/{method}.json").read_text())
         m2 = json.loads((two / f"metrics/train/{method}.json").read_text())
         assert m2.pop("processes") == 2 and "processes" not in m1
-        assert m1["steps"] == m2["steps"] == 6  # 3 global batches x 2 epochs
+        # 3 global batches x 2 epochs (EBSIM: as many as its triples make)
+        assert m1["steps"] == m2["steps"] == (6 if method != "ebsim" else m1["steps"]) > 2
         assert m1["first_loss"] == pytest.approx(m2["first_loss"], rel=1e-4)
         assert m1["last_loss"] == pytest.approx(m2["last_loss"], rel=1e-4)
         assert m1["dev_spearman"] == pytest.approx(m2["dev_spearman"], abs=1e-2)
@@ -155,8 +164,12 @@ def test_two_processes_train_the_single_process_model(tmp_path, no_dropout_bert,
         }
         w1, w2 = _weights(one, method), _weights(two, method)
         assert w1.keys() == w2.keys()
+        # EBSIM cross-encodes each rank's rows padded to their own length: float noise
+        # that Adam can turn into up to lr-sized steps on near-zero gradients (one weight
+        # of 1024 off by 3e-5 seen, while training moved the weights by ~2e-3)
+        atol = 1e-4 if method == "ebsim" else 1e-5
         for key in w1:
-            torch.testing.assert_close(w2[key], w1[key], rtol=1e-4, atol=1e-5, msg=key)
+            torch.testing.assert_close(w2[key], w1[key], rtol=1e-4, atol=atol, msg=key)
         # the dvclive curves and PNG come from rank 0 only, as in the single-process run
         assert (two / f"metrics/train/{method}/curves.png").exists()
     # training moved the weights far beyond that tolerance (so the check can fail)
@@ -166,19 +179,6 @@ def test_two_processes_train_the_single_process_model(tmp_path, no_dropout_bert,
     trained = _weights(one, "ppdb")
     moved = [k for k in trained if k in initial and not torch.allclose(trained[k], initial[k])]
     assert len(moved) > 10, moved
-
-
-def test_unsupported_method_refuses_processes(tmp_path, tiny_bert, monkeypatch):
-    from paracl.params import ParamsError
-
-    params = _workdir(tmp_path, tiny_bert)
-    params["train_contrastive"]["processes"] = 2
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("WORLD_SIZE", raising=False)
-    monkeypatch.delenv("LOCAL_RANK", raising=False)
-    with pytest.raises(ParamsError, match=r"train_contrastive\.processes = 2: method 'ams'"):
-        _run(params, "ams", None)
-    assert not (tmp_path / "models").exists()
 
 
 @pytest.mark.slow

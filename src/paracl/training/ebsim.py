@@ -146,8 +146,11 @@ class EbsimObjective:
         hidden = model[0].auto_model(**inputs).last_hidden_state.float()
         return self.loss_fn.scores(hidden, seq == 0, seq == 1)
 
-    def step(self, model: SentenceTransformer, batch: pd.DataFrame, mini: int, device) -> float:
-        """Per-example loss: plain accumulation over mini-batches is exact here."""
+    def step(
+        self, model: SentenceTransformer, batch: pd.DataFrame, mini: int, device, scale=1.0
+    ) -> float:
+        """Per-example loss: plain accumulation over mini-batches is exact here. The
+        batch mean is multiplied by `scale` (a rank's share of a global batch)."""
         total = 0.0
         for start in range(0, len(batch), mini):
             part = batch.iloc[start : start + mini]
@@ -155,7 +158,7 @@ class EbsimObjective:
             with autocast(device):
                 pos = self._pair_scores(model, t, part["positive"].astype(str).tolist())
                 neg = self._pair_scores(model, t, part["negative"].astype(str).tolist())
-            loss = self.loss_fn(pos, neg) * (len(part) / len(batch))
+            loss = self.loss_fn(pos, neg) * (len(part) / len(batch) * scale)
             loss.backward()
             total += float(loss.detach())
         return total

@@ -47,22 +47,6 @@ METHODS: dict[str, Method] = {
     "ebsim_no_aa": Method("ebsim", "EBSIM ablation -AA", aspects=("ra",)),
 }
 
-# Families whose loss is one in-batch loss on embeddings, so a global batch split over
-# processes and gathered (paracl.distributed.gather) trains exactly as one process. AMS
-# mines its negatives over a mega-batch and EBSIM scores cross-encoded pairs: not split yet.
-MULTI_PROCESS = ("none", "infonce", "jcse")
-
-
-def check_processes(name: str, processes: int) -> None:
-    """Refuse a multi-process run of a method whose loss is not split across processes."""
-    if processes > 1 and METHODS[name].family not in MULTI_PROCESS:
-        supported = [m for m, spec in METHODS.items() if spec.family in MULTI_PROCESS]
-        raise ParamsError(
-            f"train_contrastive.processes = {processes}: method {name!r} "
-            f"({METHODS[name].family}) trains on one process only; set "
-            f"train_contrastive.processes: 1 (multi-process methods: {', '.join(supported)})"
-        )
-
 
 def make_objective(name: str, model, cfg: dict):
     spec = METHODS[name]
@@ -96,7 +80,6 @@ def train_method(
             f"train_contrastive: unknown method {name!r} (known: {', '.join(METHODS)})"
         )
     spec = METHODS[name]
-    check_processes(name, parallel.world_size())
     base_id = cfg["base_model"]
     if name == "jcse_two_stage":
         base_id = cfg["jcse_two_stage"]["init"]

@@ -16,6 +16,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from torch import Tensor
 
+from paracl.distributed.gather import all_gather_with_grad
+from paracl.training import parallel
 from paracl.training.losses import AdditiveMarginScaleLoss, WeightedHardNegativeLoss
 from paracl.training.mining import mine_hard_negatives
 
@@ -79,14 +81,19 @@ class AdditiveMarginObjective(BiEncoderObjective):
         self.mine_k, self.threshold, self._embed = mine_k, threshold, batch_texts
 
     def prepare(self, mega: pd.DataFrame, model: SentenceTransformer) -> pd.DataFrame:
-        """Algorithm 2: mine each pair's closest other positives across the mega-batch."""
+        """Algorithm 2: mine each pair's closest other positives across the mega-batch.
+
+        With several processes each embeds its share of the mega-batch and the shares are
+        gathered, so every rank mines on the same matrix and picks the same negatives."""
         mined: list[list[str]] = [[] for _ in range(len(mega))]
         if self.mine_k > 0 and len(mega) > 1:
             was = model.training
             model.eval()
+            share = mega.iloc[parallel.local_rows(len(mega))]
             with torch.inference_mode():
-                a = self._embed(model, mega["anchor"].astype(str).tolist())
-                p = self._embed(model, mega["positive"].astype(str).tolist())
+                a = self._embed(model, share["anchor"].astype(str).tolist())
+                p = self._embed(model, share["positive"].astype(str).tolist())
+                a, p = all_gather_with_grad(a), all_gather_with_grad(p)
             model.train(was)
             positives = mega["positive"].astype(str).tolist()
             idx = mine_hard_negatives(a, p, self.mine_k, self.threshold)

@@ -126,6 +126,15 @@ def average_gradients(params: list[torch.nn.Parameter]) -> None:
         start += n + 1
 
 
+def mean_over_ranks(value: float, device: torch.device) -> float:
+    """The mean of a float over the ranks (the value itself with one process)."""
+    if world_size() == 1:
+        return value
+    t = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return float(t.item()) / world_size()
+
+
 def main_value(fn: Callable[[], float], device: torch.device) -> float:
     """fn() on rank 0, the same float on every rank (dev score -> one early-stop decision)."""
     if world_size() == 1:

@@ -16,7 +16,8 @@ sentence-transformers provides the model, its saving and the InfoNCE (MNRL) loss
 - Autocast (bf16/fp16) on CUDA, fp32 elsewhere; seeds fix shuffling and dropout.
 - Under torchrun (parallel.py) every rank draws the same global batches, embeds its own
   contiguous rows, and the loss sees all ranks' rows (gather.py); gradients are averaged
-  and rank 0 alone scores dev. One process: all of that is a no-op.
+  and rank 0 alone scores dev. A per-example objective (EBSIM) needs no gather: each
+  rank takes its rows' share of the batch mean. One process: all of that is a no-op.
 """
 
 from __future__ import annotations
@@ -141,7 +142,12 @@ def train(
                 offset += len(b)
                 optimizer.zero_grad(set_to_none=True)
                 if objective.per_example:
-                    loss = objective.step(model, batch, mini, device)
+                    # this rank's rows; scaled so that the gradients averaged over ranks
+                    # are the global batch mean's, and the loss logged is its mean
+                    local = batch.iloc[parallel.local_rows(len(batch))]
+                    scale = world_size() * len(local) / len(batch)
+                    loss = objective.step(model, local, mini, device, scale)
+                    loss = parallel.mean_over_ranks(loss, device)
                 else:
                     local = batch.iloc[parallel.local_rows(len(batch))]
                     cols = objective.columns(local)
