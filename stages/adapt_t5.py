@@ -15,8 +15,8 @@ from paracl.device import seed_everything, select_device
 from paracl.io import atomic_dir, atomic_path, write_json
 from paracl.models import resolve_model
 from paracl.negatives.adapt import AdaptConfig, adapt
-from paracl.negatives.pipeline import sample_corpus
 from paracl.negatives.standin import build_standin_t5, is_standin
+from paracl.sampling import sample_corpus
 from paracl.stage import InputError, run
 
 CORPUS = "data/corpus/sentences.parquet"
@@ -58,7 +58,7 @@ def main(params: dict) -> None:
     if cfg["threads"]:
         torch.set_num_threads(cfg["threads"])
     device = select_device(params["device"])
-    corpus = sample_corpus(CORPUS, lang, cfg["max_sentences"], seed)
+    corpus = sample_corpus(CORPUS, cfg["max_sentences"], seed, lang)
     texts = corpus["text"].tolist()
     if len(texts) < 2:
         raise InputError(f"{CORPUS}: {len(texts)} sentence(s) of lang {lang!r}; need 2 or more")

@@ -25,9 +25,10 @@ from paracl.device import seed_everything
 from paracl.distributed.sharded import Engine, map_shards, stream_shards
 from paracl.io import fingerprint, input_checksum, iter_batches, write_json
 from paracl.negatives.chunks import PIPELINES
-from paracl.negatives.pipeline import CorruptConfig, iter_sample, merge_stats
+from paracl.negatives.pipeline import CorruptConfig, merge_stats
 from paracl.negatives.sharded import corrupt_shard, init_worker, shard_stats
 from paracl.params import ParamsError
+from paracl.sampling import iter_sample
 from paracl.stage import run
 
 CORPUS = "data/corpus/sentences.parquet"
@@ -61,7 +62,7 @@ def main(params: dict) -> None:
 
     def shards() -> Iterator[pd.DataFrame]:
         nonlocal n_anchors
-        anchors = iter_sample(CORPUS, lang, cfg["max_sentences"], seed)
+        anchors = iter_sample(CORPUS, cfg["max_sentences"], seed, lang)
         for shard in stream_shards(anchors, cfg["shard_size"]):
             n_anchors += len(shard)
             yield shard

@@ -32,7 +32,7 @@ from paracl.io import ArtifactError, fingerprint, input_checksum, iter_batches, 
 from paracl.params import ParamsError
 from paracl.roundtrip import heatmap, paraphraser, tagging
 from paracl.roundtrip.paraphraser import generate_shard, init_worker
-from paracl.roundtrip.sample import sampled_sentences
+from paracl.sampling import iter_sample
 from paracl.stage import run
 
 log = logging.getLogger("generate_paraphrases")
@@ -83,7 +83,7 @@ def main(params: dict) -> None:
         nonlocal n_sentences
         if not info["trained"]:
             return
-        sample = sampled_sentences(CORPUS, cfg["max_sentences"], seed)
+        sample = iter_sample(CORPUS, cfg["max_sentences"], seed)
         for shard in stream_shards(sample, cfg["shard_size"]):
             n_sentences += len(shard)
             yield shard

@@ -22,9 +22,9 @@ from paracl.device import seed_everything, select_device
 from paracl.distributed.sharded import Engine, map_shards, stream_shards
 from paracl.io import fingerprint, input_checksum, write_json
 from paracl.params import ParamsError
-from paracl.roundtrip.sample import sampled_sentences
 from paracl.roundtrip.standin import describe
 from paracl.roundtrip.translate import Sampling, init_worker, round_trip_shard
+from paracl.sampling import iter_sample
 from paracl.stage import run
 
 log = logging.getLogger("roundtrip")
@@ -64,7 +64,7 @@ def main(params: dict) -> None:
     def shards() -> Iterator[pd.DataFrame]:
         nonlocal n_sentences
         for shard in stream_shards(
-            sampled_sentences(CORPUS, cfg["max_sentences"], seed), cfg["shard_size"]
+            iter_sample(CORPUS, cfg["max_sentences"], seed), cfg["shard_size"]
         ):
             n_sentences += len(shard)
             yield shard

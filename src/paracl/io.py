@@ -176,6 +176,14 @@ def iter_parts(
             yield index, batch.to_pandas()
 
 
+def row_count(path: str | Path) -> int:
+    """Rows of a Parquet file or shard directory, from the footers alone."""
+    path = Path(path)
+    if not path.exists():
+        raise ArtifactError(f"{path}: not found (did the stage that writes it run?)")
+    return sum(pq.ParquetFile(part).metadata.num_rows for part in _parquet_files(path))
+
+
 def iter_batches(
     path: str | Path,
     batch_size: int = 10_000,

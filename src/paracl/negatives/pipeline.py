@@ -8,13 +8,11 @@ identical to their anchor, duplicates among one anchor's beams.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
-from paracl import schemas
-from paracl.io import iter_batches
 from paracl.negatives.chunks import noun_chunk_spans
 from paracl.negatives.generate import T5Filler
 from paracl.negatives.masking import Masked, mask_spans, parse_fills, reassemble
@@ -154,42 +152,6 @@ def corrupt(
         frame[col] = frame[col].astype("int32")
     frame["score"] = frame["score"].astype("float32")
     return frame, stats
-
-
-def iter_sample(
-    path: str, lang: str, max_sentences: int | None, seed: int, batch_size: int = 10_000
-) -> Iterator[pd.DataFrame]:
-    """The corpus's (id, text) rows of `lang`, a seeded sample of max_sentences, streamed
-    in corpus order. Two passes: the `lang` column alone to count and draw the sample
-    (the driver holds max_sentences positions), then (id, text, lang) batch by batch."""
-    import numpy as np
-
-    picked = None
-    if max_sentences is not None:
-        n = sum(
-            int((b["lang"] == lang).sum())
-            for b in iter_batches(path, batch_size, schemas.CORPUS, ["lang"])
-        )
-        if n > max_sentences:
-            rng = np.random.default_rng(seed)
-            picked = np.sort(rng.choice(n, size=max_sentences, replace=False))
-    seen = 0
-    for batch in iter_batches(path, batch_size, schemas.CORPUS, ["id", "text", "lang"]):
-        batch = batch[batch["lang"] == lang]
-        positions = np.arange(seen, seen + len(batch))
-        seen += len(batch)
-        if picked is not None:
-            batch = batch[np.isin(positions, picked)]
-        if len(batch):
-            yield batch[["id", "text"]].reset_index(drop=True)
-
-
-def sample_corpus(path: str, lang: str, max_sentences: int | None, seed: int) -> pd.DataFrame:
-    """The corpus's (id, text) rows of `lang`, a seeded sample of max_sentences in corpus order."""
-    frames = list(iter_sample(path, lang, max_sentences, seed))
-    if not frames:
-        return pd.DataFrame({"id": pd.Series([], dtype=str), "text": pd.Series([], dtype=str)})
-    return pd.concat(frames, ignore_index=True)
 
 
 def merge_stats(parts: Sequence[dict]) -> dict:
