@@ -134,6 +134,19 @@ def test_balanced_split_reports_empty_and_short_cells_and_none_takes_rest():
     assert summary["short_cells"] == ["<SIM70><BLEU10>", "<SIM95><BLEU0_5>"]
 
 
+def test_balanced_split_keeps_each_source_sentence_in_one_split():
+    df = _cell_frame(6)
+    df["id"] = [f"s{i % 40}" for i in range(len(df))]  # 40 sources, ~7 paraphrases each
+    sampled, counts = tagging.balanced_split(df, {"dev": 1, "test": 1, "train": 2}, seed=0)
+    splits_per_source = sampled.groupby("id")["split"].nunique()
+    assert (splits_per_source == 1).all()
+    assert set(sampled["split"]) == {"dev", "test", "train"}
+    # the price: some paraphrases are left out because their source lives in a full split
+    assert sum(c["source_elsewhere"] for c in counts) > 0
+    for c in counts:
+        assert c["dev"] + c["test"] + c["train"] + c["source_elsewhere"] <= c["available"]
+
+
 def test_balanced_split_is_seeded():
     df = _cell_frame(10)
     a, _ = tagging.balanced_split(df, {"dev": 1, "test": 1, "train": 2}, seed=1)

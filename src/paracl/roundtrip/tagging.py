@@ -121,8 +121,14 @@ def balanced_split(
     per_share[split] pairs per share of a cell (a <BLEU0_5> cell has 2 shares); None
     takes every pair left in the cell. A cell with too few pairs gives what it has, dev
     first, then test, then train; its counts say how many were wanted.
+
+    A source sentence (`id`) lands in one split only, so no test sentence was seen in
+    training: once one of its paraphrases is in a split, the others can go only there
+    (or nowhere, if that split's share of their cell is full: counted as
+    `source_elsewhere`). Cells are filled in a fixed order, so this stays seeded.
     """
     rows, counts = [], []
+    home: dict[str, str] = {}  # source id -> the split holding its paraphrases
     ordered = df.sort_values(["sim_tag", "bleu_tag", "id", "paraphrase"], kind="stable")
     groups = dict(tuple(ordered.groupby(["sim_tag", "bleu_tag"], sort=True)))
     for index, (s, b) in enumerate(CELLS):
@@ -130,16 +136,29 @@ def balanced_split(
         rng = np.random.default_rng([seed, index])
         cell = cell.iloc[rng.permutation(len(cell))]
         weight = cell_weight(b)
+        wanted = {
+            split: None if per_share.get(split) is None else weight * per_share[split]
+            for split in SPLITS
+        }
+        taken: dict[str, list[int]] = {split: [] for split in SPLITS}
+        elsewhere = 0
+        for pos, source in enumerate(cell["id"].astype(str)):
+            open_splits = [
+                split
+                for split in ([home[source]] if source in home else SPLITS)
+                if wanted[split] is None or len(taken[split]) < wanted[split]
+            ]
+            if not open_splits:
+                elsewhere += source in home
+                continue
+            taken[open_splits[0]].append(pos)
+            home.setdefault(source, open_splits[0])
         count = {"sim_tag": s, "bleu_tag": b, "available": len(cell)}
-        start = 0
         for split in SPLITS:
-            want = per_share.get(split)
-            take = len(cell) - start if want is None else min(weight * want, len(cell) - start)
-            part = cell.iloc[start : start + take].assign(split=split)
-            rows.append(part)
-            start += take
-            count[split] = take
-            count[f"{split}_wanted"] = None if want is None else weight * want
+            rows.append(cell.iloc[taken[split]].assign(split=split))
+            count[split] = len(taken[split])
+            count[f"{split}_wanted"] = wanted[split]
+        count["source_elsewhere"] = elsewhere
         counts.append(count)
     sampled = pd.concat(rows, ignore_index=True) if rows else df.assign(split=[])
     return sampled, counts
