@@ -24,7 +24,7 @@ from pathlib import Path
 
 from paracl.io import atomic_path, write_json
 from paracl.params import ParamsError
-from paracl.stage import run
+from paracl.stage import InputError, run
 from paracl.training import parallel
 from paracl.training.methods import METHODS, train_method
 
@@ -88,14 +88,27 @@ def main(params: dict) -> None:
             )
 
 
+def open_live(curves: Path):
+    """dvclive's logger for the training curves; a clear error in a git repository
+    without commits (dvclive 3.49 asks git for HEAD before checking that one exists)."""
+    from dvclive import Live
+    from scmrepo.exceptions import SCMError
+
+    try:
+        return Live(dir=str(curves), save_dvc_exp=False, dvcyaml=None, report=None)
+    except SCMError as err:
+        raise InputError(
+            f"{Path.cwd()}: dvclive needs a git repository with at least one commit ({err}); "
+            "commit first, e.g. `git add -A && git commit -m init`"
+        ) from None
+
+
 def _train(name: str, cfg: dict, params: dict, device) -> None:
     out_dir = Path("models/encoders") / name
     curves = Path("metrics/train") / name
     history: dict[str, list[tuple[int, float]]] = {}
 
-    from dvclive import Live
-
-    with Live(dir=str(curves), save_dvc_exp=False, dvcyaml=None, report=None) as live:
+    with open_live(curves) as live:
 
         def logger(key: str, value: float, step: int) -> None:
             history.setdefault(key, []).append((step, value))

@@ -1,12 +1,16 @@
-"""dvc.yaml's train_contrastive stage matches params.yaml and the stage script."""
+"""dvc.yaml's train_contrastive stage matches params.yaml and the stage script; its errors."""
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 from paracl.params import load_params
+from paracl.stage import InputError
 from paracl.training.methods import METHODS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,3 +41,15 @@ def test_default_methods_are_known_and_read_existing_contract_paths():
     assert methods["ppdb"] == "data/ppdb/pairs.parquet"
     assert methods["jcse"] == "data/negatives/negatives.parquet"
     assert methods["simcse_unsup"] == "data/corpus/sentences.parquet"
+
+
+def test_git_repository_without_commits_is_a_clear_error(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location(
+        "stage_train_contrastive_live", REPO / "stages/train_contrastive.py"
+    )
+    stage = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stage)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError, match="at least one commit.*git commit"):
+        stage.open_live(Path("metrics/train/x"))
