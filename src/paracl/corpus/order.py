@@ -57,13 +57,12 @@ class SplitIndex:
     rows: list[int]
     duplicates: np.ndarray
 
-    @property
-    def starts(self) -> np.ndarray:
-        return np.concatenate([[0], np.cumsum(self.rows, dtype=np.int64)])
+    def __post_init__(self) -> None:
+        self.starts = np.concatenate([[0], np.cumsum(self.rows, dtype=np.int64)])
 
     @property
     def total(self) -> int:
-        return int(sum(self.rows))
+        return int(self.starts[-1])
 
     @property
     def candidates(self) -> int:
