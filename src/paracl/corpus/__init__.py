@@ -1,8 +1,9 @@
 """The corpus stage: raw Wikipedia text → clean, filtered, tokenised sentences.
 
 readers (Wiki-40B text, plain text, JaQuAD JSON) → segment (Moses rules /
-ja_sentence_segmenter) → tokenize (Moses / MeCab+IPAdic) → length filter, dedup,
-langdetect, reproducible cap (pipeline). See pipeline.py for the order and why.
+ja_sentence_segmenter) → tokenize (Moses / MeCab+IPAdic) → length filter, dedup
+(dedup: hashes spilled to disk), langdetect in a seeded order up to a reproducible cap
+(order: streamed windows) (pipeline). See pipeline.py for the order and why.
 """
 
 from paracl.corpus.pipeline import CorpusConfig, prepare_corpus
