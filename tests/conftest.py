@@ -25,6 +25,18 @@ def _tiny(arch: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(arch, tmp_path_factory.mktemp(f"tiny-{arch}"))
 
 
+@pytest.fixture(scope="module")
+def one_thread():
+    """One torch thread for a module's tests: tiny models gain nothing from threads, and
+    on a shared, oversubscribed CPU torch's pool makes them 10-15x slower. Restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def tiny_gpt2(tmp_path_factory) -> Path:
     return _tiny("gpt2", tmp_path_factory)

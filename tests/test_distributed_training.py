@@ -4,7 +4,6 @@ family (MNRL, JCSE through GradCache, AMS with mega-batch mining, EBSIM's cross-
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import multiprocessing
 import os
@@ -19,21 +18,13 @@ import pandas as pd
 import pytest
 import torch
 import torch.multiprocessing as mp
+from stage_helpers import load_stage
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = "man woman cat dog plays runs guitar field kitchen city river sea sun onion".split()
 # method: mini_batch_size. ppdb: MNRL in one pass; jcse: JCSE loss through GradCache;
 # ams: mining over mega-batches of 2 global batches; ebsim: per-example cross-encoder loss
 RUNS = {"ppdb": None, "jcse": 2, "ams": None, "ebsim": None}
-
-
-def _stage():
-    spec = importlib.util.spec_from_file_location(
-        "stages_train_contrastive_dist", REPO / "stages/train_contrastive.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _sentences(n: int, seed: int) -> list[str]:
@@ -89,7 +80,7 @@ def _run(params: dict, method: str, mini: int | None) -> None:
     argv = sys.argv
     sys.argv = ["stages/train_contrastive.py", method]
     try:
-        _stage().main(params)
+        load_stage("train_contrastive").main(params)
     finally:
         sys.argv = argv
 

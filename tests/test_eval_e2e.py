@@ -3,7 +3,6 @@ tiny fine-tune with early stopping, the stage script, and the summary table."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import sys
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from stage_helpers import load_stage
 
 from paracl.evaluation.encoder import EmbeddingCache, load_encoder
 from paracl.evaluation.finetune import FinetuneConfig, finetune_task
@@ -23,6 +23,9 @@ from paracl.params import ParamsError, load_params
 REPO = Path(__file__).resolve().parents[1]
 WORDS = "a man is playing guitar on the stage cat sat mat dogs running field woman".split()
 CPU = torch.device("cpu")
+
+# tiny models on shared cores: one torch thread (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _sent(rng: random.Random) -> str:
@@ -62,16 +65,6 @@ def make_raw(root: Path, n: int = 24) -> Path:
         (root / "glue" / "MRPC" / f"msr_paraphrase_{split}.txt").write_text(
             "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n" + "".join(rows))  # fmt: skip
     return root
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models gain nothing from threads, and on a shared, oversubscribed CPU torch's
-    thread pool makes these tests ~15x slower; restore the setting afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -122,13 +115,6 @@ def test_finetune_regression_and_classification(tiny_bert, raw):
     assert cls["metric"] == "macro_f1" and 0 <= cls["test"]["mean"] <= 100
 
 
-def _stage(name: str):
-    spec = importlib.util.spec_from_file_location(f"stage_{name}", REPO / "stages" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):
     """stages/evaluate.py in a scratch repo, then the summary table over its outputs."""
     (tmp_path / "models/encoders").mkdir(parents=True)
@@ -140,7 +126,7 @@ def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):
     (tmp_path / "metrics/train").mkdir(parents=True)
     (tmp_path / "metrics/train/none.json").write_text('{"model": {"id": "tiny/bert"}}')
     monkeypatch.chdir(tmp_path)
-    evaluate = _stage("evaluate")
+    evaluate = load_stage("evaluate")
     for task in ("stsb", "snli"):
         monkeypatch.setattr(sys, "argv", ["evaluate.py", "none", task])
         evaluate.main(load_params())
@@ -153,7 +139,7 @@ def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):
     with pytest.raises(ParamsError, match="unknown task 'nope'"):
         evaluate.main(load_params())
 
-    _stage("summary").main(load_params())  # the params' default tasks: some not run here
+    load_stage("summary").main(load_params())  # the params' default tasks: some not run here
     table = (tmp_path / "metrics/summary.md").read_text()
     assert "| none |" in table and "STS-B (spearman)" in table and "- none: tiny/bert" in table
 

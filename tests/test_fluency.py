@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import random
@@ -12,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from stage_helpers import load_stage
 
 from paracl import schemas
 from paracl.io import read_metadata, read_parquet, write_parquet
@@ -70,13 +70,6 @@ def test_length_batches_respect_limits():
     assert batches[1] == [1, 4]  # similar lengths together
 
 
-def _load_stage(name: str):
-    spec = importlib.util.spec_from_file_location(f"stage_{name}", REPO / "stages" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _candidates(rows: list[tuple[str, str, str]]) -> pd.DataFrame:
     counts = pd.Series([r[0] for r in rows]).value_counts()
     return pd.DataFrame(
@@ -113,7 +106,7 @@ def _params(model: Path, max_sentences: int | None) -> dict:
 
 
 def test_rank_fluency_stage_keeps_lowest_perplexity(tmp_path, monkeypatch, tiny_gpt2, scorer):
-    stage = _load_stage("rank_fluency")
+    stage = load_stage("rank_fluency")
     monkeypatch.chdir(tmp_path)
     rows = [
         ("s1", "the cat sat .", "the cat sat on the mat ."),
@@ -141,7 +134,7 @@ def test_rank_fluency_stage_keeps_lowest_perplexity(tmp_path, monkeypatch, tiny_
 
 
 def test_rank_fluency_stage_empty_candidates(tmp_path, monkeypatch, tiny_gpt2):
-    stage = _load_stage("rank_fluency")
+    stage = load_stage("rank_fluency")
     monkeypatch.chdir(tmp_path)
     empty = pd.DataFrame(columns=schemas.PPDB_CANDIDATES.names)
     write_parquet(empty, "data/ppdb/candidates.parquet", schemas.PPDB_CANDIDATES)

@@ -17,14 +17,8 @@ CORPUS = [
     "the city council approved the new budget on monday .",
 ] * 4
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """A tiny model trains several times faster on one thread than on two shared ones."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# tiny models on shared cores: one torch thread (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_adaptation_lowers_dev_loss(tiny_t5):

@@ -1,12 +1,12 @@
 """The adapt_t5 and corrupt stage scripts end to end on a tiny corpus (stand-in T5)."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
+from stage_helpers import load_stage
 
 from paracl import schemas
 from paracl.io import read_metadata, read_parquet, write_parquet
@@ -31,13 +31,6 @@ def restore_threads():
     before = torch.get_num_threads()
     yield
     torch.set_num_threads(before)
-
-
-def _stage(name: str):
-    spec = importlib.util.spec_from_file_location(f"stage_{name}", REPO / "stages" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _params() -> dict:
@@ -77,14 +70,14 @@ def test_adapt_then_corrupt_is_reproducible(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _write_corpus()
     params = _params()
-    _stage("adapt_t5").main(params)
+    load_stage("adapt_t5").main(params)
     adapt_metrics = json.loads(Path("metrics/adapt_t5.json").read_text())
     assert adapt_metrics["stand_in"] is True and adapt_metrics["adapted"] is True
     assert adapt_metrics["model"]["id"] == "tiny-random:t5"
     assert Path("metrics/adapt_t5/curve.csv").read_text().startswith("step,train_loss,dev_loss")
     assert Path("models/t5_adapted/config.json").exists()
 
-    corrupt = _stage("corrupt")
+    corrupt = load_stage("corrupt")
     corrupt.main(params)
     out = Path("data/negatives/negatives.parquet")  # a shard directory + _manifest.json
     first = {p.name: p.read_bytes() for p in out.iterdir()}
@@ -102,7 +95,7 @@ def test_adaptation_off_saves_the_base_model_and_says_so(tmp_path, monkeypatch):
     _write_corpus()
     params = _params()
     params["adapt_t5"]["enabled"] = False
-    _stage("adapt_t5").main(params)
+    load_stage("adapt_t5").main(params)
     metrics = json.loads(Path("metrics/adapt_t5.json").read_text())
     assert metrics["adapted"] is False and metrics["dev_loss"] is None and metrics["steps"] == 0
     assert Path("metrics/adapt_t5/curve.csv").read_text().strip() == "step,train_loss,dev_loss"
@@ -116,4 +109,4 @@ def test_more_return_sequences_than_beams_is_a_params_error(tmp_path, monkeypatc
     params = _params()
     params["corrupt"].update(num_beams=2, num_return_sequences=3)
     with pytest.raises(ParamsError, match="num_return_sequences"):
-        _stage("corrupt").main(params)
+        load_stage("corrupt").main(params)

@@ -10,20 +10,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from test_roundtrip import TEXTS, load_stage, own_params, write_corpus
+from stage_helpers import load_stage
+from test_roundtrip import TEXTS, own_params, write_corpus
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from paracl import schemas
 from paracl.io import read_parquet, write_parquet
 from paracl.roundtrip import paraphraser, tagging
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# tiny models on shared cores: one torch thread (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from stage_helpers import load_stage
 
 from paracl import schemas
 from paracl.io import read_metadata, read_parquet, write_parquet
@@ -17,14 +17,6 @@ from paracl.paraphrase.dictionaries import DictionaryError, read_dictionary
 from paracl.paraphrase.substitute import RuleIndex, align, candidates, detokenize
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def load_stage(name: str):
-    """A stage script as a module (stages/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"stage_{name}", REPO / "stages" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _write(tmp_path: Path, name: str, lines: list[str]) -> Path:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from stage_helpers import load_stage
 
 from paracl import schemas
 from paracl.io import read_metadata, read_parquet, write_parquet
@@ -23,12 +23,8 @@ TEXTS = [
     "he was born in london .",
 ]
 
-
-def load_stage(name: str):
-    spec = importlib.util.spec_from_file_location(f"stage_{name}", REPO / "stages" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# tiny models on shared cores: one torch thread (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def write_corpus(path: Path, texts: list[str]) -> None:
@@ -45,17 +41,6 @@ def write_corpus(path: Path, texts: list[str]) -> None:
     )
     df["n_words"] = df["n_words"].astype("int32")
     write_parquet(df, path, schemas.CORPUS)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models on a shared CPU run >10× faster on one thread than fighting for two."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

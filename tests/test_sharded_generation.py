@@ -10,9 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-import torch
+from stage_helpers import crash_then_resume, load_stage
 from test_paraphraser import _scorer
-from test_roundtrip import TEXTS, load_stage, write_corpus
+from test_roundtrip import TEXTS, write_corpus
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from paracl import schemas
@@ -30,14 +30,8 @@ ANCHORS = [
     "He was born in London and studied physics at Oxford.",
 ]
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run faster on one thread; the stages may change it (corrupt.threads)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# tiny models on shared cores: one torch thread (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def snapshot(out: str | Path) -> dict[str, bytes]:
@@ -53,31 +47,6 @@ def base_params(**sections) -> dict:
     return params
 
 
-def crash_then_resume(stage, fn_name: str, params: dict, out: str, crash_at: int) -> list[int]:
-    """Run `stage` with its shard fn failing at shard `crash_at`, then again; return the
-    shard indices the second run computed."""
-    real = getattr(stage, fn_name)
-    calls: list[int] = []
-
-    def crashing(frame, index):
-        if index == crash_at:
-            raise RuntimeError("killed")
-        return real(frame, index)
-
-    def counting(frame, index):
-        calls.append(index)
-        return real(frame, index)
-
-    setattr(stage, fn_name, crashing)
-    with pytest.raises(RuntimeError, match="killed"):
-        stage.main(params)
-    assert not Path(out).exists()  # nothing half-published
-    setattr(stage, fn_name, counting)
-    stage.main(params)
-    setattr(stage, fn_name, real)
-    return calls
-
-
 def check_stage(stage, fn_name: str, params: dict, out: str, n_shards: int, ray) -> dict:
     """Uninterrupted bytes == resumed bytes (== Ray-actor bytes when `ray` is given, the
     local_ray fixture); returns the uninterrupted run's snapshot."""
@@ -85,7 +54,9 @@ def check_stage(stage, fn_name: str, params: dict, out: str, n_shards: int, ray)
     local = snapshot(out)
     assert len([n for n in local if n.startswith("part-")]) == n_shards
     shutil.rmtree(out)
-    assert crash_then_resume(stage, fn_name, params, out, crash_at=1) == list(range(1, n_shards))
+    assert crash_then_resume(stage, fn_name, lambda: stage.main(params), 1, out) == list(
+        range(1, n_shards)
+    )
     assert snapshot(out) == local
     if ray is not None:
         shutil.rmtree(out)

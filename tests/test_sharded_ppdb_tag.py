@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from stage_helpers import crash_then_resume, load_stage
 
 from paracl import schemas
 from paracl.io import read_parquet, write_parquet
@@ -26,13 +26,6 @@ RAY = {**LOCAL, "executor": "ray", "workers": 2}  # CPU stage: 2 Ray tasks in fl
 # order are covered by tests/test_distributed_sharded.py), to keep the test short
 RAY_ACTOR = {**LOCAL, "executor": "ray", "model_workers": 1}
 WORDS = ["big", "dog", "cat", "red", "small", "house", "runs", "film", "the", "a"]
-
-
-def load_stage(name: str):
-    spec = importlib.util.spec_from_file_location(f"stage_{name}", REPO / "stages" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def manifest(path: str | Path) -> dict:
@@ -126,25 +119,12 @@ def test_ppdb_substitute_local_and_ray_tasks_write_the_same_bytes(ppdb_dir, loca
     assert json.loads(metrics)["sentences"] == 30
 
 
-def test_ppdb_substitute_resumes_after_a_crash(ppdb_dir, monkeypatch):
+def test_ppdb_substitute_resumes_after_a_crash(ppdb_dir):
     stage = load_stage("ppdb_substitute")
     params = _ppdb_params(ppdb_dir, LOCAL)
     stage.main(params)
     clean = manifest("data/ppdb/candidates.parquet")
-    real, calls = stage.substitute_shard, []
-
-    def crash_at_2(frame, index):
-        calls.append(index)
-        if index == 2:
-            raise RuntimeError("killed")
-        return real(frame, index)
-
-    monkeypatch.setattr(stage, "substitute_shard", crash_at_2)
-    with pytest.raises(RuntimeError, match="killed"):
-        stage.main(params)
-    calls.clear()
-    monkeypatch.setattr(stage, "substitute_shard", lambda f, i: calls.append(i) or real(f, i))
-    stage.main(params)
+    calls = crash_then_resume(stage, "substitute_shard", lambda: stage.main(params), 2)
     assert calls == [2, 3, 4]  # shards 0 and 1 were kept
     assert manifest("data/ppdb/candidates.parquet") == clean
 
@@ -205,24 +185,13 @@ def test_rank_fluency_local_and_ray_actors_write_the_same_bytes(fluency_dir, tin
     assert json.loads(Path("metrics/ppdb.json").read_text()) == metrics
 
 
-def test_rank_fluency_resumes_after_a_crash(fluency_dir, tiny_gpt2, monkeypatch):
+def test_rank_fluency_resumes_after_a_crash(fluency_dir, tiny_gpt2):
     stage = load_stage("rank_fluency")
     stage.main(_fluency_params(tiny_gpt2, LOCAL))
     clean = manifest("data/ppdb/pairs.parquet")
-    real, calls = stage.rank_shard, []
-
-    def crash_at_1(frame, index):
-        calls.append(index)
-        if index == 1:
-            raise RuntimeError("killed")
-        return real(frame, index)
-
-    monkeypatch.setattr(stage, "rank_shard", crash_at_1)
-    with pytest.raises(RuntimeError, match="killed"):
-        stage.main(_fluency_params(tiny_gpt2, LOCAL))
-    calls.clear()
-    monkeypatch.setattr(stage, "rank_shard", lambda f, i: calls.append(i) or real(f, i))
-    stage.main(_fluency_params(tiny_gpt2, LOCAL))
+    calls = crash_then_resume(
+        stage, "rank_shard", lambda: stage.main(_fluency_params(tiny_gpt2, LOCAL)), 1
+    )
     assert calls == [1, 2, 3]
     assert manifest("data/ppdb/pairs.parquet") == clean
 
@@ -297,26 +266,17 @@ def test_tag_local_and_ray_actors_write_the_same_bytes(tag_dir, local_ray):
     assert _tag_outputs() == local
 
 
-def test_tag_resumes_after_a_crash(tag_dir, monkeypatch):
+def test_tag_resumes_after_a_crash(tag_dir):
     stage = load_stage("tag")
-    real, calls = stage.tagging.score_shard, []
-
-    def crash_at_2(frame, index):
-        calls.append(index)
-        if index == 2:
-            raise RuntimeError("killed")
-        return real(frame, index)
-
-    monkeypatch.setattr(stage.tagging, "score_shard", crash_at_2)
-    with pytest.raises(RuntimeError, match="killed"):
-        stage.main(_tag_params(LOCAL))
-    assert not Path("data/roundtrip/scored.parquet").exists()
-    calls.clear()
-    monkeypatch.setattr(stage.tagging, "score_shard", lambda f, i: calls.append(i) or real(f, i))
-    stage.main(_tag_params(LOCAL))
+    calls = crash_then_resume(
+        stage.tagging,
+        "score_shard",
+        lambda: stage.main(_tag_params(LOCAL)),
+        2,
+        "data/roundtrip/scored.parquet",
+    )
     assert calls == [2]
     resumed = _tag_outputs()
-    monkeypatch.setattr(stage.tagging, "score_shard", real)
     stage.main(_tag_params(LOCAL))
     assert _tag_outputs() == resumed
 

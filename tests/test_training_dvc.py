@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from stage_helpers import load_stage
 
 from paracl.params import load_params
 from paracl.stage import InputError
@@ -44,11 +44,7 @@ def test_default_methods_are_known_and_read_existing_contract_paths():
 
 
 def test_git_repository_without_commits_is_a_clear_error(tmp_path, monkeypatch):
-    spec = importlib.util.spec_from_file_location(
-        "stage_train_contrastive_live", REPO / "stages/train_contrastive.py"
-    )
-    stage = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(stage)
+    stage = load_stage("train_contrastive")
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InputError, match="at least one commit.*git commit"):
