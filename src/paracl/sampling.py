@@ -59,7 +59,9 @@ def iter_sample(
             yield batch[list(columns)].reset_index(drop=True)
 
 
-def sample_corpus(path: str | Path, n: int | None, seed: int, lang: str | None = None):
+def sample_corpus(
+    path: str | Path, n: int | None, seed: int, lang: str | None = None
+) -> pd.DataFrame:
     """iter_sample's rows as one frame (for stages that train on the whole sample)."""
     frames = list(iter_sample(path, n, seed, lang))
     if not frames:

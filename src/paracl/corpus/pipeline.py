@@ -311,9 +311,12 @@ def _split_and_dedup(
 
 @dataclass
 class Checked:
-    """What langdetect did: it checked every candidate whose key is <= `last_key` (keys
-    are unique, order.py) and rejected the ones whose keys are in `dropped` (sorted)."""
+    """What langdetect did: it checked every candidate whose key (`check_keys` with `seed`
+    and `shuffled`; unique, order.py) is <= `last_key`, and rejected the ones whose keys
+    are in `dropped` (sorted)."""
 
+    seed: int
+    shuffled: bool
     count: int
     last_key: int | None
     dropped: np.ndarray
@@ -322,10 +325,12 @@ class Checked:
     def kept(self) -> int:
         return self.count - len(self.dropped)
 
-    def keeps(self, keys: np.ndarray) -> np.ndarray:
-        """Which candidates (by key; duplicates already excluded) are in the output."""
+    def keeps(self, g: np.ndarray) -> np.ndarray:
+        """Which of the sentences g passed langdetect within the cap (duplicates are
+        not told apart here: the caller excludes them)."""
         if self.last_key is None:
-            return np.zeros(len(keys), bool)
+            return np.zeros(len(g), bool)
+        keys = check_keys(g, self.seed, self.shuffled)
         return (keys <= np.uint64(self.last_key)) & ~is_member(keys, self.dropped)
 
 
@@ -398,7 +403,8 @@ def _langdetect_sample(
         results.close()
         bar.close()
     log.info("langdetect: checked %d, dropped %d, kept %d", count, len(dropped), kept)
-    return Checked(count, last_key, np.sort(np.frombuffer(dropped, np.uint64)))
+    dropped_keys = np.sort(np.frombuffer(dropped, np.uint64))
+    return Checked(cfg.seed, shuffled, count, last_key, dropped_keys)
 
 
 def _write_kept(
@@ -416,22 +422,20 @@ def _write_kept(
         {b"paracl": json.dumps(meta, sort_keys=True, ensure_ascii=False).encode()}
     )
     n_sum = n_rows = 0
-    n_min, n_max = None, None
+    n_min, n_max = 1 << 30, 0
     with atomic_path(out) as tmp:
         with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
             pending: list[pa.Table] = []
             for shard in range(len(index.rows)):
                 g = index.shard_range(shard)
-                keep = checked.keeps(check_keys(g, cfg.seed, cfg.max_sentences is not None))
-                keep &= ~is_member(g, index.duplicates)
+                keep = checked.keeps(g) & ~is_member(g, index.duplicates)
                 if not keep.any():
                     continue
                 split = cache.read(_split_name(shard)).filter(pa.array(keep))
                 rows = _corpus_rows(split, cfg.lang, schema)
                 n_words = rows.column("n_words").to_numpy()
                 n_sum, n_rows = n_sum + int(n_words.sum()), n_rows + len(n_words)
-                n_min = min(int(n_words.min()), n_min if n_min is not None else 1 << 30)
-                n_max = max(int(n_words.max()), n_max or 0)
+                n_min, n_max = min(n_min, int(n_words.min())), max(n_max, int(n_words.max()))
                 pending.append(rows)
                 pending = _write_full_row_groups(writer, pending, final=False)
             _write_full_row_groups(writer, pending, final=True)
