@@ -13,6 +13,11 @@ taken over each row's real tokens only. Logits are B x L x vocab floats:
 `max_batch_tokens` bounds that memory (gemma-3's vocabulary is 262k, so 1024 tokens
 is ~1 GB; SmolLM2's is 49k, so 4096 tokens is ~0.8 GB). On this CPU, batches of ~64
 sentences score 2-3x more candidates per CPU second than batches of ~25.
+
+Perplexities are rounded to `SIGNIFICANT` digits: they come from float32 logits, whose
+last bits can differ between runs of the same input on a CPU (a 1e-6 relative wobble
+was seen between two fresh runs), and the digits past float32 precision are noise that
+would make the same params give different bytes.
 """
 
 from __future__ import annotations
@@ -31,6 +36,13 @@ from tqdm import tqdm
 from paracl.device import autocast, seed_everything, select_device
 
 log = logging.getLogger(__name__)
+
+SIGNIFICANT = 5  # digits of a stored perplexity (float32 logits carry ~7)
+
+
+def perplexity(total_nll: float, count: int) -> float:
+    """exp(mean token NLL), rounded to SIGNIFICANT digits (see the module docstring)."""
+    return float(f"{math.exp(total_nll / count):.{SIGNIFICANT}g}")
 
 
 def length_batches(
@@ -138,7 +150,7 @@ class PerplexityScorer:
                 batch, self._nll_batch([seqs[i] for i in batch]), strict=True
             ):
                 if count > 0:
-                    out[i] = math.exp(total / count)
+                    out[i] = perplexity(total, count)
         return out
 
     def score_one_by_one(self, texts: Sequence[str]) -> np.ndarray:
@@ -147,7 +159,7 @@ class PerplexityScorer:
         for i, text in enumerate(texts):
             total, count = self._nll_batch([self.encode(text)])[0]
             if count > 0:
-                out[i] = math.exp(total / count)
+                out[i] = perplexity(total, count)
         return out
 
 
