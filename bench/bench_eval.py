@@ -32,7 +32,7 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     args = ap.parse_args()
     device = select_device(args.device)
-    model = load_encoder(resolve_model(args.model).path, device, 128)
+    model = load_encoder(resolve_model(args.model).path, device)
     sets = sts_sets("en", args.raw)
     cache = EmbeddingCache(model, args.batch_size)
     start, cpu = time.perf_counter(), time.process_time()

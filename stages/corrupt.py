@@ -13,7 +13,6 @@ The workers read the model from models/t5_adapted (on a cluster: a path every no
 can read, e.g. a shared filesystem or Ray's runtime_env working_dir).
 """
 
-import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,8 @@ import pandas as pd
 from paracl import schemas
 from paracl.device import seed_everything
 from paracl.distributed.sharded import Engine, map_shards, stream_shards
-from paracl.io import fingerprint, input_checksum, iter_batches, write_json
+from paracl.io import fingerprint, input_checksum, iter_batches, read_json, write_json
+from paracl.models import check_model_dir
 from paracl.negatives.chunks import PIPELINES
 from paracl.negatives.pipeline import CorruptConfig, merge_stats
 from paracl.negatives.sharded import corrupt_shard, init_worker, shard_stats
@@ -42,8 +42,6 @@ log = logging.getLogger("corrupt")
 def main(params: dict) -> None:
     cfg, lang, seed = params["corrupt"], params["lang"], params["seed"]
     seed_everything(seed)
-    info_path = Path(MODEL) / "paracl_t5.json"
-    info = json.loads(info_path.read_text()) if info_path.exists() else {"model": MODEL}
     ccfg = CorruptConfig(
         num_beams=cfg["num_beams"],
         num_return_sequences=cfg["num_return_sequences"],
@@ -57,6 +55,8 @@ def main(params: dict) -> None:
             f"params.yaml: 'corrupt.num_return_sequences' ({ccfg.num_return_sequences}) "
             f"must be <= 'corrupt.num_beams' ({ccfg.num_beams})"
         )
+    info_path = check_model_dir(MODEL) / "paracl_t5.json"
+    info = read_json(info_path) if info_path.exists() else {"model": MODEL}
     key = fingerprint(cfg, seed, lang, input_checksum(CORPUS), input_checksum(MODEL))
     n_anchors = 0
 

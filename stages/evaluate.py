@@ -11,7 +11,8 @@ from pathlib import Path
 
 from paracl.device import select_device
 from paracl.evaluation.jobs import JOBS, run_job
-from paracl.io import write_json
+from paracl.io import read_json, write_json
+from paracl.models import check_model_dir
 from paracl.params import ParamsError
 from paracl.stage import InputError, run
 
@@ -25,9 +26,14 @@ def main(params: dict) -> None:
     encoder = Path("models/encoders") / method
     if not encoder.is_dir():
         raise InputError(f"{encoder}: encoder not found (did train_contrastive write it?)")
-    cfg = params["evaluate"]
-    device = select_device(params["device"])
+    check_model_dir(encoder)
     train_metrics = Path("metrics/train") / f"{method}.json"  # names the base model that ran
+    read_json(train_metrics)  # a dep like the encoder: present and readable
+    cfg = params["evaluate"]
+    raw = Path(cfg["raw_dir"])
+    if not raw.is_dir():
+        raise InputError(f"evaluate.raw_dir: {raw}: not found (did the fetch stage run?)")
+    device = select_device(params["device"])
     result = run_job(method, task, encoder, cfg, params["seed"], device, train_metrics)
     write_json(result, Path("metrics/eval") / method / f"{task}.json")
 

@@ -14,7 +14,6 @@ flight, and afterwards one (sim, bleu) pair and two token counts per generated r
 the metrics and the heatmap. Output bytes depend on shard_size, not on the engine.
 """
 
-import json
 import logging
 import re
 import shutil
@@ -28,7 +27,15 @@ import pandas as pd
 from paracl import schemas
 from paracl.device import seed_everything
 from paracl.distributed.sharded import Engine, map_shards, stream_shards
-from paracl.io import ArtifactError, fingerprint, input_checksum, iter_batches, write_json
+from paracl.io import (
+    check_parquet,
+    fingerprint,
+    input_checksum,
+    iter_batches,
+    read_json,
+    write_json,
+)
+from paracl.models import check_model_dir
 from paracl.params import ParamsError
 from paracl.roundtrip import heatmap, paraphraser, tagging
 from paracl.roundtrip.paraphraser import generate_shard, init_worker
@@ -70,10 +77,10 @@ def main(params: dict) -> None:
     if cfg["min_ratio"] > cfg["max_ratio"]:
         raise ParamsError("params.yaml: 'generate_paraphrases.min_ratio' exceeds 'max_ratio'")
     seed_everything(seed)
-    info_path = MODEL / "paracl_paraphraser.json"
-    if not info_path.exists():
-        raise ArtifactError(f"{info_path}: not found (run train_paraphraser)")
-    info = json.loads(info_path.read_text())
+    # every input checked first (the corpus too: an untrained paraphraser never reads it)
+    check_parquet(CORPUS, schemas.CORPUS)
+    info = read_json(check_model_dir(MODEL) / "paracl_paraphraser.json")
+    check_model_dir(SCORER)
     key = fingerprint(
         cfg, seed, lang, input_checksum(CORPUS), input_checksum(MODEL), input_checksum(SCORER)
     )

@@ -55,7 +55,7 @@ def _perplexities(path: str) -> np.ndarray:
 def main(params: dict) -> None:
     lang, cfg = params["lang"], params["rank_fluency"]
     upstream = read_metadata(CANDIDATES)
-    sub = read_metadata(RULES).get("metrics", {}) if Path(RULES).exists() else {}
+    sub = read_metadata(RULES).get("metrics", {})
     model = resolve_model(cfg["model"][lang])
     key = fingerprint(
         "rank_fluency",

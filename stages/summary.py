@@ -1,13 +1,19 @@
 """Stage summary: metrics/eval/*/*.json → metrics/summary.json + metrics/summary.md."""
 
+from pathlib import Path
+
 from paracl.evaluation.summary import build_summary, load_results, to_markdown
-from paracl.io import atomic_path, write_json
+from paracl.io import ArtifactError, atomic_path, write_json
 from paracl.stage import run
+
+EVAL = Path("metrics/eval")
 
 
 def main(params: dict) -> None:
     ev, cfg = params["evaluate"], params["summary"]
-    results = load_results("metrics/eval", ev["methods"], ev["tasks"])
+    if not EVAL.is_dir():  # one missing job is an n/a cell; no job at all is an error
+        raise ArtifactError(f"{EVAL}: not found (did the evaluate stage run?)")
+    results = load_results(EVAL, ev["methods"], ev["tasks"])
     summary = build_summary(results, ev["tasks"], cfg["avg_over"])
     write_json(summary, "metrics/summary.json")
     with atomic_path("metrics/summary.md") as tmp:

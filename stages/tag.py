@@ -28,7 +28,6 @@ import pandas as pd
 from paracl import schemas
 from paracl.distributed.sharded import Engine, map_shards
 from paracl.io import (
-    ArtifactError,
     fingerprint,
     input_checksum,
     iter_batches,
@@ -37,6 +36,7 @@ from paracl.io import (
     write_json,
     write_parquet,
 )
+from paracl.models import check_model_dir
 from paracl.paraphrase.shards import group_shards
 from paracl.roundtrip import heatmap, tagging
 from paracl.stage import run
@@ -108,8 +108,7 @@ def main(params: dict) -> None:
     cfg = params["tag"]
     lang, seed = params["lang"], params["seed"]
     source_meta = read_metadata(CANDIDATES)
-    if not (SCORER / "config.json").exists():
-        raise ArtifactError(f"{SCORER}: no trained scorer (run train_sts_scorer)")
+    check_model_dir(SCORER)
     scoring = {k: cfg[k] for k in ("batch_size", "heatmap_min_words", "shard_size")}
     key = fingerprint(
         "tag",

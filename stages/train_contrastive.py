@@ -13,19 +13,26 @@ On N processes (one per GPU, or CPU processes with gloo), the same outputs:
 or `train_contrastive.processes: N` in params.yaml, which makes this script relaunch
 itself that way (so the DVC cmd stays the same). Rank 0 evaluates and writes; see
 paracl.training.parallel.
+
+Resumable: training state is saved to models/encoders/<method>.partial-<key>/ every
+`checkpoint_every` steps and on SIGTERM (then the stage exits with status 143); a rerun
+with the same params and inputs continues from it (paracl.training.checkpoint).
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from paracl.io import atomic_path, write_json
+from paracl.models import ModelNotFoundError, resolve_model
 from paracl.params import ParamsError
 from paracl.stage import InputError, run
 from paracl.training import parallel
+from paracl.training.checkpoint import Checkpoint, TrainingInterrupted, key_on_main, run_key
 from paracl.training.methods import METHODS, train_method
 
 log = logging.getLogger("train_contrastive")
@@ -75,17 +82,74 @@ def main(params: dict) -> None:
     if processes > 1 and not parallel.under_launcher():
         cmd = parallel.relaunch_command(processes, sys.argv)
         log.info("relaunching on %d processes: %s", processes, " ".join(cmd))
-        code = subprocess.run(cmd, check=False).returncode
+        code = _relaunch(cmd)
         if code:
             sys.exit(code)
         return
     with parallel.process_group(params["device"]) as device:
-        if parallel.is_main():
-            _train(name, cfg, params, device)
-        else:  # the other ranks train in step with rank 0 and write nothing
-            train_method(
-                name, cfg["methods"][name], cfg, params["seed"], device, Path(), DEV[params["lang"]]
-            )
+        checkpoint = _checkpoint(name, cfg, params, device)
+        try:
+            if parallel.is_main():
+                _train(name, cfg, params, device, checkpoint)
+            else:  # the other ranks train in step with rank 0 and write nothing
+                train_method(
+                    name,
+                    cfg["methods"][name],
+                    cfg,
+                    params["seed"],
+                    device,
+                    Path(),
+                    DEV[params["lang"]],
+                    checkpoint=checkpoint,
+                )
+        except TrainingInterrupted as err:
+            if parallel.is_main():  # every rank stopped at the same step: one line says it
+                print(f"interrupted: {err}", file=sys.stderr)
+            sys.exit(128 + signal.SIGTERM)
+
+
+def _relaunch(cmd: list[str]) -> int:
+    """Run torchrun and wait; a SIGTERM to this process goes on to torchrun, which passes
+    it to every rank (each then checkpoints and stops)."""
+    proc = subprocess.Popen(cmd)
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
+    try:
+        return proc.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _checkpoint(name: str, cfg: dict, params: dict, device) -> Checkpoint | None:
+    """Where this run's resumable state lives (None for `none`, which trains nothing).
+    Rank 0 computes the key (hashing the inputs and starting model) and tells the others,
+    and removes checkpoints left by other params or inputs."""
+    if METHODS[name].family == "none":
+        return None
+
+    def key() -> str:
+        if name == "jcse_two_stage":
+            start = cfg["jcse_two_stage"]["init"]
+        else:
+            try:
+                start = str(resolve_model(cfg["base_model"]).path)
+            except ModelNotFoundError:
+                start = cfg["base_model"]  # train_method stops on it with the full message
+        return run_key(
+            name,
+            cfg,
+            seed=params["seed"],
+            lang=params["lang"],
+            device_type=device.type,
+            processes=parallel.world_size(),
+            inputs=[cfg["methods"][name], DEV[params["lang"]], start],
+        )
+
+    checkpoint = Checkpoint.beside(
+        Path("models/encoders") / name, key_on_main(key), cfg["checkpoint_every"]
+    )
+    if parallel.is_main():
+        checkpoint.discard_stale()
+    return checkpoint
 
 
 def open_live(curves: Path):
@@ -103,7 +167,7 @@ def open_live(curves: Path):
         ) from None
 
 
-def _train(name: str, cfg: dict, params: dict, device) -> None:
+def _train(name: str, cfg: dict, params: dict, device, checkpoint: Checkpoint | None) -> None:
     out_dir = Path("models/encoders") / name
     curves = Path("metrics/train") / name
     history: dict[str, list[tuple[int, float]]] = {}
@@ -124,11 +188,14 @@ def _train(name: str, cfg: dict, params: dict, device) -> None:
             out_dir,
             DEV[params["lang"]],
             logger,
+            checkpoint,
         )
         _plot(history, curves / "curves.png")
     if parallel.world_size() > 1:
         metrics["processes"] = parallel.world_size()
     write_json(metrics, Path("metrics/train") / f"{name}.json")
+    if checkpoint is not None:  # every output is written: nothing left to resume
+        checkpoint.clear()
 
 
 if __name__ == "__main__":

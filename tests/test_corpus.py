@@ -203,8 +203,12 @@ def test_missing_and_empty_inputs(tmp_path):
     assert "no *.json files" in _error(tmp_path / "d", "jaquad")
     (tmp_path / "blank.txt").write_bytes(b"\n \n")
     assert "no text could be read" in _error(tmp_path / "blank.txt", "text")
-    (tmp_path / "binary.txt").write_bytes(b"\xff\xfe\x00\n\x80\x81\n")
-    assert "no text could be read" in _error(tmp_path / "binary.txt", "text")
+    (tmp_path / "undecodable.txt").write_bytes(b"\xff\xfe\n\x80\x81\n")
+    assert "no text could be read" in _error(tmp_path / "undecodable.txt", "text")
+    (tmp_path / "binary.txt").write_bytes(b"\xff\xfe\x00\n\x80\x81\n")  # a NUL: not text
+    assert "binary.txt: binary data, not a 'text' corpus file" in _error(
+        tmp_path / "binary.txt", "text"
+    )
 
 
 def test_wrong_formats_name_file_and_line(tmp_path):

@@ -80,7 +80,7 @@ CFG = {
 
 
 def test_unsup_sts_encodes_each_sentence_once(tiny_bert, raw):
-    cache = EmbeddingCache(load_encoder(tiny_bert, CPU, 32), batch_size=16)
+    cache = EmbeddingCache(load_encoder(tiny_bert, CPU), batch_size=16)
     sets = sts_sets("en", raw)
     out = evaluate_unsup_sts(cache, sets)
     assert set(out["sets"]) == {"STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark",

@@ -105,6 +105,12 @@ def _params(model: Path, max_sentences: int | None) -> dict:
     }
 
 
+def _write_rules() -> None:
+    """The rule table rank_fluency also reads (ppdb_substitute's metrics ride on it)."""
+    rules = schemas.PPDB_RULES.empty_table().to_pandas()
+    write_parquet(rules, "data/ppdb/rules.parquet", schemas.PPDB_RULES, {"metrics": {}})
+
+
 def test_rank_fluency_stage_keeps_lowest_perplexity(tmp_path, monkeypatch, tiny_gpt2, scorer):
     stage = load_stage("rank_fluency")
     monkeypatch.chdir(tmp_path)
@@ -118,6 +124,7 @@ def test_rank_fluency_stage_keeps_lowest_perplexity(tmp_path, monkeypatch, tiny_
     ]
     cands = _candidates(rows)
     write_parquet(cands, "data/ppdb/candidates.parquet", schemas.PPDB_CANDIDATES, {"theta": 0.3})
+    _write_rules()
     stage.main(_params(tiny_gpt2, max_sentences=2))
     pairs = read_parquet("data/ppdb/pairs.parquet", schemas.PPDB_PAIRS)
     ppl = scorer.score([r[2] for r in rows])
@@ -138,6 +145,7 @@ def test_rank_fluency_stage_empty_candidates(tmp_path, monkeypatch, tiny_gpt2):
     monkeypatch.chdir(tmp_path)
     empty = pd.DataFrame(columns=schemas.PPDB_CANDIDATES.names)
     write_parquet(empty, "data/ppdb/candidates.parquet", schemas.PPDB_CANDIDATES)
+    _write_rules()
     stage.main(_params(tiny_gpt2, max_sentences=None))
     assert len(read_parquet("data/ppdb/pairs.parquet", schemas.PPDB_PAIRS)) == 0
     metrics = json.loads(Path("metrics/ppdb.json").read_text())

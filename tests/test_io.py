@@ -82,9 +82,13 @@ def test_sharded_writer_drops_shards_of_another_config(tmp_path):
     ShardedWriter(out, SCHEMA, key="old").write(0, frame(2))
     fresh = ShardedWriter(out, SCHEMA, key="new")
     assert not fresh.done(0)
+    # nothing touched before the first write: a run that fails first leaves no trace
+    assert (tmp_path / "art.partial-old").exists()
+    assert not (tmp_path / "art.partial-new").exists()
+    fresh.write(1, frame(2))
     assert not (tmp_path / "art.partial-old").exists()
-    with pytest.raises(ArtifactError, match="shard 0 of 1 was never written"):
-        fresh.finalize(1)
+    with pytest.raises(ArtifactError, match="shard 0 of 2 was never written"):
+        fresh.finalize(2)
 
 
 def test_iter_batches_streams_all_rows(tmp_path):

@@ -58,7 +58,17 @@ def test_list_items_and_defaults():
 def test_load_params_names_the_file(tmp_path):
     path = tmp_path / "params.yaml"
     path.write_text("seed: 1\nlang: en\ntheta: [\n")
-    with pytest.raises(ParamsError, match="params.yaml: not valid YAML"):
+    with pytest.raises(ParamsError, match=r"params.yaml:4:1: not valid YAML: while parsing") as err:
         load_params(path)
+    assert "\n" not in str(err.value)  # one line: the stage prints it as its last line
     with pytest.raises(ParamsError, match="file not found"):
         load_params(tmp_path / "nope.yaml")
+    path.write_text("")
+    with pytest.raises(ParamsError, match="params.yaml: the file is empty"):
+        load_params(path)
+    path.write_bytes(b"PAR1\x00\x15\x04")  # not YAML: binary
+    with pytest.raises(ParamsError, match="params.yaml: not valid YAML: .*#x0000"):
+        load_params(path)
+    path.write_bytes(b"seed: \xff\n")
+    with pytest.raises(ParamsError, match=r"params.yaml: not UTF-8 text \(byte 6\)"):
+        load_params(path)

@@ -10,7 +10,7 @@ import pytest
 from stage_helpers import crash_then_resume, load_stage
 
 from paracl import schemas
-from paracl.io import read_parquet, write_parquet
+from paracl.io import ShardedWriter, read_parquet, write_parquet
 from paracl.paraphrase.shards import group_shards
 
 REPO = Path(__file__).resolve().parents[1]
@@ -164,11 +164,20 @@ def fluency_dir(tmp_path, monkeypatch) -> Path:
     frame["rule_probs"] = [[0.5]] * len(frame)
     frame["n_candidates"] = 3
     # two input shards that split no sentence: read like one file downstream
+    out = ShardedWriter(
+        "data/ppdb/candidates.parquet", schemas.PPDB_CANDIDATES, "fixture", {"theta": 0.3}
+    )
     for part, half in enumerate((frame.iloc[:12], frame.iloc[12:])):
-        path = Path(f"data/ppdb/candidates.parquet/part-{part:05d}.parquet")
-        write_parquet(half, path, schemas.PPDB_CANDIDATES, {"theta": 0.3})
-    Path("data/ppdb/candidates.parquet/_manifest.json").write_text("{}")
+        out.write(part, half)
+    out.finalize(2)
+    write_rules()
     return tmp_path
+
+
+def write_rules() -> None:
+    """The rule table rank_fluency also reads (for ppdb_substitute's metrics)."""
+    rules = schemas.PPDB_RULES.empty_table().to_pandas()
+    write_parquet(rules, "data/ppdb/rules.parquet", schemas.PPDB_RULES, {"metrics": {}})
 
 
 def test_rank_fluency_local_and_ray_actors_write_the_same_bytes(fluency_dir, tiny_gpt2, local_ray):

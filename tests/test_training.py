@@ -249,6 +249,10 @@ def test_stage_methods(workdir, method, monkeypatch):
     assert -100 <= metrics["dev_spearman"] <= 100
     model = SentenceTransformer(str(root / "models/encoders" / method), device="cpu")
     assert model.encode(["a man"]).shape == (1, 32)
+    card = (root / "models/encoders" / method / "README.md").read_text()
+    base = workdir[1]["train_contrastive"]["base_model"]
+    assert f"# paracl encoder `{method}`" in card and f"`{base}`" in card
+    assert f"{metrics['dev_spearman']} (" in card  # the training dev score, as recorded
     if method != "none":
         assert metrics["steps"] >= 1
         assert (root / f"metrics/train/{method}/plots/metrics/train/loss.tsv").exists()

@@ -5,6 +5,11 @@ into place only when complete (rename is atomic on POSIX). A crash mid-write lea
 the old file, or nothing, never a truncated one. Reads check the artifact's schema
 and name the file when it does not match.
 
+Reads never end in a pyarrow traceback: a missing, empty, cut-off or foreign file (or
+a shard directory that disagrees with its manifest) raises ArtifactError naming the
+file. Streaming reads check every shard's footer and schema before the first batch, so
+a stage fails on a damaged input before it has written anything.
+
 Large artifacts are directories of shards (`part-00000.parquet`, …) with a
 `_manifest.json` listing each shard's rows and sha256: a rerun keeps finished shards
 and the manifest makes the final output deterministic.
@@ -26,9 +31,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from paracl.errors import UserError
 
-class ArtifactError(ValueError):
-    """An input artifact is missing or does not have the expected schema."""
+
+class ArtifactError(UserError, ValueError):
+    """An input artifact is missing, unreadable or does not have the expected schema."""
 
 
 def _umask() -> int:
@@ -81,6 +88,26 @@ def write_json(obj: Any, path: str | Path) -> None:
         tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
+def read_json(path: str | Path) -> Any:
+    """A JSON input (a manifest, another stage's metrics, a model's info file), or
+    ArtifactError naming it when it is missing, empty, cut off or not JSON."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise _not_found(path) from None
+    except OSError as err:  # a directory, no permission, ...
+        raise ArtifactError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if not data.strip():
+        raise ArtifactError(f"{path}: empty file, expected JSON")
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError:
+        raise ArtifactError(f"{path}: binary data, expected JSON") from None
+    except json.JSONDecodeError as err:  # cut off, or another text format
+        raise ArtifactError(f"{path}: not valid JSON (line {err.lineno}: {err.msg})") from None
+
+
 def to_table(df: pd.DataFrame, schema: pa.Schema, metadata: dict | None = None) -> pa.Table:
     """Convert a frame to a table with exactly `schema`'s columns, in its order."""
     missing = [n for n in schema.names if n not in df.columns]
@@ -117,11 +144,72 @@ def check_schema(actual: pa.Schema, expected: pa.Schema, where: str) -> None:
             )
 
 
+def _not_found(path: Path) -> ArtifactError:
+    return ArtifactError(f"{path}: not found (did the stage that writes it run?)")
+
+
+def _unreadable(part: Path, err: Exception) -> ArtifactError:
+    """pyarrow's reason on one line: 'Parquet magic bytes not found', 'file size is 0', …"""
+    reason = " ".join(str(err).split()) or type(err).__name__
+    return ArtifactError(f"{part}: not a readable Parquet file ({reason})")
+
+
+def _manifest_files(manifest: Path) -> list[str]:
+    """The shard file names a `_manifest.json` lists, in order."""
+    shards = read_json(manifest)
+    try:
+        return [str(s["file"]) for s in shards["shards"]]
+    except (KeyError, TypeError):
+        raise ArtifactError(f"{manifest}: not a shard manifest (no 'shards' list)") from None
+
+
 def _parquet_files(path: Path) -> list[Path]:
-    """A file, or a shard directory's parts in order."""
-    if path.is_dir():
-        return sorted(path.glob("part-*.parquet"))
-    return [path]
+    """A file, or a shard directory's parts in order. A directory with a manifest (every
+    directory ShardedWriter publishes) must hold exactly the shards it lists: a copy that
+    lost or gained a shard would otherwise be read as a smaller or larger artifact."""
+    if not path.exists():
+        raise _not_found(path)
+    if not path.is_dir():
+        return [path]
+    parts = sorted(path.glob("part-*.parquet"))
+    manifest = path / "_manifest.json"
+    if not manifest.exists():
+        return parts
+    listed = _manifest_files(manifest)
+    have = {p.name for p in parts}
+    for name in listed:
+        if name not in have:
+            raise ArtifactError(f"{path / name}: listed in {manifest.name} but missing")
+    extra = sorted(have - set(listed))
+    if extra:
+        raise ArtifactError(f"{path / extra[0]}: a shard that {manifest.name} does not list")
+    return [path / name for name in listed]
+
+
+def _open(part: Path, schema: pa.Schema | None = None) -> pq.ParquetFile:
+    """A Parquet file's reader (its footer read and, with `schema`, checked)."""
+    try:
+        pf = pq.ParquetFile(part)
+    except (pa.ArrowException, OSError) as err:
+        raise _unreadable(part, err) from None
+    if schema is not None:
+        check_schema(pf.schema_arrow, schema, str(part))
+    return pf
+
+
+def _batches(
+    part: Path, pf: pq.ParquetFile, batch_size: int, columns: list[str] | None
+) -> Iterator[pa.RecordBatch]:
+    """pf's record batches; a damaged page or column chunk names the file."""
+    batches = pf.iter_batches(batch_size=batch_size, columns=columns)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as err:
+            raise _unreadable(part, err) from None
+        yield batch
 
 
 def read_parquet(
@@ -129,17 +217,13 @@ def read_parquet(
 ) -> pd.DataFrame:
     """Read a Parquet file or shard directory, checking it against `schema`."""
     path = Path(path)
-    if not path.exists():
-        raise ArtifactError(f"{path}: not found (did the stage that writes it run?)")
     frames = []
     for part in _parquet_files(path):
+        pf = _open(part, schema)
         try:
-            pf = pq.ParquetFile(part)
-        except (pa.ArrowInvalid, OSError) as err:
-            raise ArtifactError(f"{part}: not a readable Parquet file: {err}") from None
-        if schema is not None:
-            check_schema(pf.schema_arrow, schema, str(part))
-        frames.append(pf.read(columns=columns).to_pandas())
+            frames.append(pf.read(columns=columns).to_pandas())
+        except (pa.ArrowException, OSError) as err:
+            raise _unreadable(part, err) from None
     if not frames:
         if schema is None:
             raise ArtifactError(f"{path}: no shards found")
@@ -152,7 +236,7 @@ def read_metadata(path: str | Path) -> dict:
     files = _parquet_files(Path(path))
     if not files:
         return {}
-    meta = pq.read_schema(files[0]).metadata or {}
+    meta = _open(files[0]).schema_arrow.metadata or {}
     raw = meta.get(b"paracl")
     return json.loads(raw) if raw else {}
 
@@ -165,23 +249,23 @@ def iter_parts(
 ) -> Iterator[tuple[int, pd.DataFrame]]:
     """(shard index, record batch) of a Parquet file or shard directory, streamed; only
     `columns` if given. The index lets driver-side reductions follow shard boundaries."""
-    path = Path(path)
-    if not path.exists():
-        raise ArtifactError(f"{path}: not found (did the stage that writes it run?)")
-    for index, part in enumerate(_parquet_files(path)):
-        pf = pq.ParquetFile(part)
-        if schema is not None:
-            check_schema(pf.schema_arrow, schema, str(part))
-        for batch in pf.iter_batches(batch_size=batch_size, columns=columns):
+    parts = _parquet_files(Path(path))
+    for part in parts:  # every footer and schema first: fail before the first batch
+        _open(part, schema)
+    for index, part in enumerate(parts):
+        for batch in _batches(part, _open(part), batch_size, columns):
             yield index, batch.to_pandas()
+
+
+def check_parquet(path: str | Path, schema: pa.Schema | None = None) -> int:
+    """Check an input artifact before a stage starts work (present, every footer
+    readable, every shard of `schema`); return its rows."""
+    return sum(_open(part, schema).metadata.num_rows for part in _parquet_files(Path(path)))
 
 
 def row_count(path: str | Path) -> int:
     """Rows of a Parquet file or shard directory, from the footers alone."""
-    path = Path(path)
-    if not path.exists():
-        raise ArtifactError(f"{path}: not found (did the stage that writes it run?)")
-    return sum(pq.ParquetFile(part).metadata.num_rows for part in _parquet_files(path))
+    return check_parquet(path)
 
 
 def iter_batches(
@@ -201,7 +285,7 @@ def input_checksum(path: str | Path) -> str:
     for any other directory (a model) the fingerprint of every file's sha256."""
     path = Path(path)
     if not path.exists():
-        raise ArtifactError(f"{path}: not found (did the stage that writes it run?)")
+        raise _not_found(path)
     if (path / "_manifest.json").is_file():
         return sha256_file(path / "_manifest.json")
     if path.is_dir():
@@ -239,10 +323,19 @@ class ShardedWriter:
         self.schema = schema
         self.metadata = metadata
         self.partial = self.path.with_name(f"{self.path.name}.partial-{key}")
+        self._opened = False
+
+    def _open(self) -> None:
+        """Make the partial directory (dropping other keys' stale ones) at the first write,
+        not before: a run that fails first (a damaged input, a model that does not load)
+        leaves nothing behind and does not throw away another run's resumable shards."""
+        if self._opened:
+            return
         for stale in self.path.parent.glob(f"{self.path.name}.partial-*"):
             if stale != self.partial:
                 shutil.rmtree(stale)
         self.partial.mkdir(parents=True, exist_ok=True)
+        self._opened = True
 
     def shard_path(self, index: int) -> Path:
         return self.partial / f"part-{index:05d}.parquet"
@@ -251,10 +344,12 @@ class ShardedWriter:
         return self.shard_path(index).exists()
 
     def write(self, index: int, df: pd.DataFrame) -> None:
+        self._open()
         write_parquet(df, self.shard_path(index), self.schema, self.metadata)
 
     def finalize(self, n_shards: int) -> dict:
         """Check all shards exist, write `_manifest.json`, publish the directory."""
+        self._open()
         shards = []
         for i in range(n_shards):
             part = self.shard_path(i)

@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import json
 import logging
 import os
 import shutil
 import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from paracl.errors import UserError
 from paracl.io import atomic_dir
 
 log = logging.getLogger(__name__)
@@ -37,8 +40,9 @@ log = logging.getLogger(__name__)
 MODELS_HOME = Path(os.environ.get("PARACL_MODELS_HOME", "models/hub"))
 
 
-class ModelNotFoundError(FileNotFoundError):
-    """No local copy of a model id; the message lists where we looked."""
+class ModelNotFoundError(UserError, FileNotFoundError):
+    """No usable local copy of a model: none found (the message lists where we looked),
+    or a directory that is damaged (the message names it and the file)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,80 @@ class ResolvedModel:
 
 def _is_model_dir(path: Path) -> bool:
     return path.is_dir() and (path / "config.json").exists()
+
+
+TEXT_VOCABS = ("vocab.txt", "merges.txt")  # tokenizer files that must be text
+
+
+def _safetensors_problem(file: Path, size: int) -> str | None:
+    """A safetensors file is an 8-byte header length, a JSON header giving each tensor's
+    byte range, then the data: check all three fit (reading the header only)."""
+    with open(file, "rb") as f:
+        head = f.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if n < 0 or n > size - 8:
+            return "is not a safetensors file (or is cut off in its header)"
+        try:
+            header = json.loads(f.read(n))
+            end = max(
+                (int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"),
+                default=0,
+            )
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            return "is not a safetensors file (unreadable header)"
+    if 8 + n + end > size:
+        return f"is cut off ({size} bytes, its header says {8 + n + end})"
+    return None
+
+
+def _file_problem(file: Path) -> str | None:
+    """What is wrong with one file of a model directory, as far as can be told without
+    loading it; None when nothing is (or the kind of file is not known)."""
+    name, suffix = file.name, file.suffix
+    if suffix not in (".json", ".safetensors", ".bin", ".model") and name not in TEXT_VOCABS:
+        return None
+    size = file.stat().st_size
+    if size == 0:
+        return "is empty"
+    if suffix == ".json":
+        try:
+            json.loads(file.read_bytes())
+        except ValueError:  # JSONDecodeError, UnicodeDecodeError
+            return "is not valid JSON (cut off, or another format)"
+    elif suffix == ".safetensors":
+        return _safetensors_problem(file, size)
+    elif suffix == ".bin":  # torch.save: a zip archive (an older pickle starts with 0x80)
+        with open(file, "rb") as f:
+            magic = f.read(4)
+        if magic == b"PK\x03\x04" and not zipfile.is_zipfile(file):
+            return "is cut off (an incomplete zip archive)"
+        if magic != b"PK\x03\x04" and not magic.startswith(b"\x80"):
+            return "is not a PyTorch checkpoint"
+    elif name in TEXT_VOCABS:
+        with open(file, "rb") as f:
+            if b"\x00" in f.read(8192):
+                return "is binary, expected text"
+    return None
+
+
+def check_model_dir(path: str | Path) -> Path:
+    """Fail early, naming the directory and the file, when a model directory is missing
+    or damaged (an empty, cut-off or foreign config, weights or tokenizer file), instead
+    of a traceback from deep inside transformers, safetensors or tokenizers."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelNotFoundError(f"{path}: model directory not found")
+    if not path.is_dir():
+        raise ModelNotFoundError(f"{path}: not a directory (a model is a directory)")
+    if not (path / "config.json").is_file():
+        raise ModelNotFoundError(f"{path}: no config.json, not a model directory")
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        problem = _file_problem(file)
+        if problem:
+            raise ModelNotFoundError(
+                f"{path}: {file.relative_to(path)} {problem}; the model directory is damaged"
+            )
+    return path
 
 
 def _from_hf_cache(model_id: str, download: bool) -> Path | None:
@@ -161,20 +239,21 @@ def resolve_model(model_id: str, home: str | Path | None = None) -> ResolvedMode
 
     as_path = Path(model_id).expanduser()
     if _is_model_dir(as_path):
-        return ResolvedModel(model_id, as_path.resolve(), "local-dir")
+        return ResolvedModel(model_id, check_model_dir(as_path).resolve(), "local-dir")
     looked.append(f"a local directory named {model_id!r}")
 
     user_dir = os.environ.get("PARACL_MODELS_DIR")
     if user_dir:
         candidate = Path(user_dir) / model_id
         if _is_model_dir(candidate):
-            return ResolvedModel(model_id, candidate, "models-dir")
+            return ResolvedModel(model_id, check_model_dir(candidate), "models-dir")
         looked.append(str(candidate))
     else:
         looked.append("$PARACL_MODELS_DIR/<id> (not set)")
 
     converted = home / model_id
     if _is_model_dir(converted):
+        check_model_dir(converted)
         note = PACKAGED[model_id].note if model_id in PACKAGED else ""
         source = f"package:{PACKAGED[model_id].dist}" if model_id in PACKAGED else "converted"
         return ResolvedModel(model_id, converted, source, note)

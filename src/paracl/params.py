@@ -16,10 +16,12 @@ from typing import Any
 
 import yaml
 
+from paracl.errors import UserError
+
 MISSING = object()
 
 
-class ParamsError(ValueError):
+class ParamsError(UserError, ValueError):
     """params.yaml does not match the schema; the message names the key."""
 
 
@@ -189,9 +191,12 @@ SCHEMA: Schema = {
         "length_ratio": Param(FLOAT, min=0.1),
     },
     "train_sts_scorer": {
+        "kind": Param(
+            str, choices=("bi_encoder", "cross_encoder"), help="scorer kind; paper: cross_encoder"
+        ),
         "base_model": Param(str),
         "n_seeds": Param(int, min=1, max=100),
-        "epochs": Param(FLOAT, min=0.01),
+        "epochs": Param(FLOAT, min=0.0, help="0: bi_encoder as it is (zero-shot)"),
         "batch_size": Param(int, min=1),
         "lr": Param(FLOAT, min=0.0, max=1.0),
         "max_length": Param(int, min=8),
@@ -233,6 +238,9 @@ SCHEMA: Schema = {
         "batch_size": Param(int, min=2, help="pairs per batch = the in-batch negatives pool"),
         "mini_batch_size": Param(int, min=1, nullable=True, help="GradCache chunk; null = all"),
         "processes": Param(int, min=1, default=1, help="training processes (torchrun)"),
+        "checkpoint_every": Param(
+            int, min=1, nullable=True, default=10, help="steps between resumable checkpoints"
+        ),
         "lr": Param(FLOAT, min=0.0, max=1.0),
         "temperature": Param(FLOAT, min=1e-4, max=10.0),
         "epochs": Param(int, min=1),
@@ -311,16 +319,38 @@ def validate(values: dict, schema: Schema = SCHEMA) -> dict:
     return _check_section(values, schema)
 
 
+def _yaml_problem(path: Path, err: yaml.YAMLError) -> str:
+    """One line for a YAML error: file:line (1-based), then what is wrong there. PyYAML's
+    own message spans several lines and names the file "<unicode string>"."""
+    mark = getattr(err, "problem_mark", None)
+    if mark is not None:
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}"
+        what = " ".join(filter(None, (getattr(err, "context", None), err.problem)))
+        return f"{where}: not valid YAML: {what}"
+    if isinstance(err, yaml.reader.ReaderError):  # a control character: binary data
+        char = err.character if isinstance(err.character, int) else ord(err.character)
+        return f"{path}: not valid YAML: {err.reason}: #x{char:04x} at offset {err.position}"
+    return f"{path}: not valid YAML: {' '.join(str(err).split())}"
+
+
 def load_params(path: str | Path = "params.yaml") -> dict:
-    """Read and validate params.yaml. Errors name the file and the key."""
+    """Read and validate params.yaml. Errors name the file and the key (or the line)."""
     path = Path(path)
     try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ParamsError(f"{path}: file not found") from None
-    except yaml.YAMLError as err:
-        raise ParamsError(f"{path}: not valid YAML: {err}") from None
+    except UnicodeDecodeError as err:
+        raise ParamsError(f"{path}: not UTF-8 text (byte {err.start}): not a YAML file") from None
+    except OSError as err:  # a directory, no permission, ...
+        raise ParamsError(f"{path}: cannot be read: {err.strerror or err}") from None
+    if not text.strip():
+        raise ParamsError(f"{path}: the file is empty")
     try:
-        return validate(values or {})
+        values = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ParamsError(_yaml_problem(path, err)) from None
+    try:
+        return validate(values)
     except ParamsError as err:
         raise ParamsError(f"{path}: {err}") from None

@@ -1,30 +1,29 @@
 """What every stage script shares: logging, params, and clean failure messages.
 
 A stage script is `def main(params) -> None` plus `run(main)`. Errors that describe
-bad input (params, artifacts, data files, models) end the stage with one line naming
-the culprit and exit status 1, instead of a traceback into library internals. Outputs
-are written atomically by paracl.io, so a failed stage leaves nothing half-written.
+bad input (params, artifacts, data files, models: every `paracl.errors.UserError`) end
+the stage with one line naming the culprit and exit status 1, instead of a traceback
+into library internals. Anything else is a bug and keeps its traceback. Outputs are
+written atomically by paracl.io, so a failed stage leaves nothing half-written.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from collections.abc import Callable
 
-from paracl.params import ParamsError, load_params
+from paracl.errors import InputError, UserError
+from paracl.params import load_params
+
+__all__ = ["InputError", "UserError", "one_line", "run"]
 
 
-class InputError(ValueError):
-    """Bad input data: the message names the file and, where known, the line."""
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from paracl.fetch import FetchError
-    from paracl.io import ArtifactError
-    from paracl.models import ModelNotFoundError
-
-    return (ParamsError, InputError, ArtifactError, FetchError, ModelNotFoundError)
+def one_line(err: BaseException) -> str:
+    """The error's message on one line: the last stderr line is what a user (and a
+    wrapper such as `dvc repro`) reads, so it must hold the whole message."""
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def run(main: Callable[[dict], None], params_path: str = "params.yaml") -> None:
@@ -35,6 +34,12 @@ def run(main: Callable[[dict], None], params_path: str = "params.yaml") -> None:
     try:
         params = load_params(params_path)
         main(params)
-    except _user_errors() as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(1)
+        return
+    except UserError as err:
+        message = one_line(err)
+    # Out of the except block the failed frames are released: progress bars they held
+    # close now (and print), so the error stays the last line.
+    gc.collect()
+    sys.stderr.flush()
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(1)

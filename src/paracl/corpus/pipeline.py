@@ -53,12 +53,12 @@ from paracl import schemas
 from paracl.corpus import langid, segment, tokenize
 from paracl.corpus.dedup import DigestSpill, is_member, text_digests
 from paracl.corpus.order import OrderedCandidates, SplitIndex, check_keys, windows
-from paracl.corpus.readers import Document, ReadStats, read_documents
+from paracl.corpus.readers import Document, ReadStats, input_files, read_documents
 from paracl.distributed.executor import Done, Executor, make_executor
 from paracl.distributed.shards import ShardCache
+from paracl.errors import InputError
 from paracl.io import atomic_path, fingerprint, sha256_file
 from paracl.params import ParamsError
-from paracl.stage import InputError
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +173,15 @@ def shard_documents(docs: Iterable[Document], shard_size: int) -> Iterator[list[
         yield shard
 
 
+def check_input(cfg: CorpusConfig) -> list[tuple[Path, str]]:
+    """The input's files, checked before any work (present, not empty, text); an error
+    names the param that points at them, so the user knows what to fix."""
+    try:
+        return input_files(cfg.source, cfg.format)
+    except InputError as err:
+        raise InputError(f"prepare_corpus.input.{cfg.lang}.source: {err}") from None
+
+
 def input_checksums(source: str | Path) -> list[tuple[str, str]]:
     """(relative path, sha256) of the input file(s): part of a shard cache's key, so
     an edited input never reuses shards of the old one."""
@@ -183,6 +192,7 @@ def input_checksums(source: str | Path) -> list[tuple[str, str]]:
 
 def cache_key(cfg: CorpusConfig, shard_size: int) -> str:
     """Everything cached shards depend on: config, shard boundaries, input bytes."""
+    check_input(cfg)
     return fingerprint(CACHE_VERSION, asdict(cfg), shard_size, input_checksums(cfg.source))
 
 
@@ -219,6 +229,7 @@ def _prepare(
     ray_address: str | None,
     cache: ShardCache,
 ) -> dict:
+    check_input(cfg)
     stats = ReadStats()
     docs = read_documents(cfg.source, cfg.format, stats)
     with make_executor(executor, workers, _init_worker, (cfg.seed,), ray_address) as ex:

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from paracl.stage import InputError
+from paracl.errors import InputError
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,9 @@ def input_files(source: str | Path, fmt: str) -> list[tuple[Path, str]]:
     for file, _ in files:
         if file.stat().st_size == 0:
             raise InputError(f"{file}: corpus input is empty")
+        with open(file, "rb") as f:
+            if b"\x00" in f.read(8192):  # Parquet, gzip, a model file, ...: not text
+                raise InputError(f"{file}: binary data, not a {fmt!r} corpus file")
     return files
 
 

@@ -21,6 +21,7 @@ and `iter_batches` read it like one file.
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -112,13 +113,20 @@ def map_shards(
     GPUs each; locally it runs in this process (one model, all cores). CPU stages run
     on `engine.workers` processes or Ray tasks. Returns the manifest (rows per shard,
     checksums); the artifact is published in one rename after the last shard.
+
+    Inputs are checked before anything is written: the first input shard is read (the
+    Parquet readers check every shard's footer and schema on the first read) and the
+    workers are initialised (the model loaded) before the writer makes its partial
+    directory, so a damaged input or model leaves nothing behind.
     """
+    stream = iter(shards)
+    first = list(itertools.islice(stream, 1))
     writer = ShardedWriter(out, schema, key, metadata=metadata)
     resumed = 0
 
     def tasks() -> Iterator[Any]:
         nonlocal resumed
-        for index, frame in enumerate(shards):
+        for index, frame in enumerate(itertools.chain(first, stream)):
             if writer.done(index):
                 resumed += 1
                 yield Done(None)

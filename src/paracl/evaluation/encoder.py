@@ -67,8 +67,11 @@ def describe_encoder(encoder_dir: str | Path, train_metrics: str | Path | None =
     return info
 
 
-def load_encoder(encoder_dir: str | Path, device: torch.device, max_seq_length: int):
-    """A SentenceTransformer from `encoder_dir` (a plain transformers dir gets mean pooling)."""
+def load_encoder(encoder_dir: str | Path, device: torch.device):
+    """`SentenceTransformer(encoder_dir)` exactly as a user loads it (a plain transformers
+    dir gets mean pooling). Nothing is re-configured, max_seq_length included: the
+    embedding tasks score the encoder that was saved (train_contrastive saves its
+    inference length; evaluate.max_seq_length is for the fine-tuning tasks only)."""
     from sentence_transformers import SentenceTransformer
 
     encoder_dir = Path(encoder_dir)
@@ -77,7 +80,6 @@ def load_encoder(encoder_dir: str | Path, device: torch.device, max_seq_length: 
             f"{encoder_dir}: encoder not found (did train_contrastive write it?)"
         )
     model = SentenceTransformer(str(encoder_dir), device=str(device))
-    model.max_seq_length = max_seq_length
     model.eval()
     return model
 

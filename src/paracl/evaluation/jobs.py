@@ -73,8 +73,7 @@ def run_job(
     try:
         if info["kind"] == "unsup_sts":
             sets = sts_sets(info["lang"], raw)
-            cache = EmbeddingCache(load_encoder(encoder_dir, device, cfg["max_seq_length"]),
-                                   cfg["encode_batch_size"])  # fmt: skip
+            cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
             out = evaluate_unsup_sts(cache, sets, cfg["max_eval_pairs"])
             scores = {k: round(v["spearman"], 2) for k, v in out["sets"].items()}
             speed = cache.speed()["sentences_per_second"]
@@ -82,8 +81,7 @@ def run_job(
             result.update(out, score=out["avg_spearman"], score_std=0.0, official_split=True,
                           split_note="official test splits of every set")  # fmt: skip
         elif info["kind"] == "pi":
-            cache = EmbeddingCache(load_encoder(encoder_dir, device, cfg["max_seq_length"]),
-                                   cfg["encode_batch_size"])  # fmt: skip
+            cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
             sets = {}
             for name in PI_SETS[info["lang"]]:
                 data = load_task(name, raw, seed, cfg["dev_fraction"], cfg["test_fraction"])
@@ -104,7 +102,7 @@ def run_job(
                 epochs=cfg["epochs"] or t.epochs,
                 lr=cfg["lr"] or t.lr,
                 batch_size=cfg["batch_size"] or t.batch_size,
-                max_length=cfg["max_seq_length"],
+                max_length=cfg["max_seq_length"],  # fine-tuning only; embedding tasks: as saved
                 patience=cfg["patience"],
             )
             out = finetune_task(encoder_dir, data, ft, cfg["seeds"], device)

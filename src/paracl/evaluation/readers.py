@@ -5,7 +5,9 @@ tasks) and `label` (float for scores, str for classes), plus any split column th
 format carries. Quirks (see ../shared/data/README.md): SICK has CRLF endings and no
 final newline; MRPC starts with a UTF-8 BOM; the original STS-B rows may carry 7 or
 more fields; STS15/16 gold files mark unscored pairs with a blank line; CoLA has no
-header. A malformed line raises InputError naming the file and the line number.
+header. A malformed line raises InputError naming the file and the line number; so
+does an empty file (damage; an absent file is a task not available offline) and one
+that is not UTF-8 text.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from paracl.stage import InputError
+from paracl.errors import InputError
 
 COLUMNS = ["sentence1", "sentence2", "label"]
 
@@ -27,9 +29,15 @@ def _lines(path: str | Path) -> Iterator[tuple[int, str]]:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: not found (did the fetch stage run?)")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: empty file")
+    i = 0
     with open(path, encoding="utf-8-sig", newline="") as f:
-        for i, line in enumerate(f, start=1):
-            yield i, line.rstrip("\r\n")
+        try:
+            for i, line in enumerate(f, start=1):
+                yield i, line.rstrip("\r\n")
+        except UnicodeDecodeError:  # binary data: Parquet, gzip, ...
+            raise InputError(f"{path}:{i + 1}: not UTF-8 text") from None
 
 
 def _fields(path: str | Path, min_fields: int, header: bool) -> Iterator[tuple[int, list[str]]]:

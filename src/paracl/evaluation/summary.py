@@ -10,12 +10,12 @@ ran. Missing or skipped jobs show as "n/a" with the reason in a note.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from paracl.evaluation.jobs import job_info
+from paracl.io import read_json
 
 GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")
 
@@ -27,7 +27,7 @@ def load_results(metrics_dir: str | Path, methods: list[str], tasks: list[str]) 
         out[m] = {}
         for t in tasks:
             path = Path(metrics_dir) / m / f"{t}.json"
-            out[m][t] = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+            out[m][t] = read_json(path) if path.exists() else None
     return out
 
 

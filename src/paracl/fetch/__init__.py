@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from paracl.errors import UserError
 from paracl.io import atomic_dir, sha256_file
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 REGISTRY = Path(__file__).with_name("sources.tsv")
 
 
-class FetchError(RuntimeError):
+class FetchError(UserError, RuntimeError):
     """A file is missing, unreachable or fails its checksum."""
 
 

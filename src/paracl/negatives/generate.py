@@ -16,6 +16,7 @@ import torch
 from tqdm import tqdm
 
 from paracl.device import autocast
+from paracl.models import check_model_dir
 from paracl.negatives.masking import sentinel
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class T5Filler:
     def __init__(self, path: str | Path, device: torch.device):
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
+        check_model_dir(path)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.model = AutoModelForSeq2SeqLM.from_pretrained(path).to(device).eval()
         self.device = device

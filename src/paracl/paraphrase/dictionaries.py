@@ -291,6 +291,11 @@ def read_dictionary(path: str | Path, fmt: str) -> RuleTable:
         raise DictionaryError(f"unknown dictionary format {fmt!r} (known: {', '.join(FORMATS)})")
     if not path.is_file():
         raise DictionaryError(f"{path}: dictionary file not found (format {fmt})")
+    if path.stat().st_size == 0:
+        raise DictionaryError(f"{path}: empty file (format {fmt})")
+    with open(path, "rb") as f:
+        if b"\x00" in f.read(8192):  # Parquet, gzip, ...: not a text dictionary
+            raise DictionaryError(f"{path}: binary data, not a {fmt} dictionary")
     out = _Collector()
     READERS[fmt](path, out)
     if not out.rows:

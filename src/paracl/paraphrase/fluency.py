@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from paracl.device import autocast, seed_everything, select_device
+from paracl.models import check_model_dir
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ class PerplexityScorer:
     ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        check_model_dir(model_path)
         self.device = torch.device(device)
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)

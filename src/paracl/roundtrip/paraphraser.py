@@ -276,8 +276,11 @@ def init_worker(
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     from paracl.device import select_device
+    from paracl.models import check_model_dir
     from paracl.roundtrip import sts_scorer
 
+    check_model_dir(model_dir)
+    check_model_dir(scorer_dir)
     dev = select_device(device)
     _STATE.clear()
     _STATE.update(

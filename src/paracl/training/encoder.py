@@ -1,10 +1,21 @@
-"""Build the sentence encoder to train, and save it so both loaders read it.
+"""Build the sentence encoder to train, and save the encoder that the evaluation scores.
 
-Pooling choices:
-- `mean`: mean of token states, in training and in the saved model (what
-  all-MiniLM-L6-v2 and EBSIM's corpus construction use);
-- `cls_mlp`: SimCSE's recipe: [CLS] followed by an MLP (dense + tanh) during training;
-  the saved model keeps [CLS] and drops the MLP, as SimCSE does for its unsupervised models.
+A saved encoder folder is the inference model: what `SentenceTransformer(path)` loads is
+exactly what the evaluate stage encodes with and what the training dev score measured.
+
+- Base model: a sentence-transformers folder (one with modules.json) keeps its whole
+  module stack (Pooling, Normalize, Dense, …), its prompts and its inference
+  `max_seq_length`; a plain transformers folder gets Transformer + Pooling and
+  sentence-transformers' default length, min(tokenizer max length, position embeddings),
+  i.e. what `SentenceTransformer(base)` would give.
+- Length: training truncates at train_contrastive.max_seq_length (SimCSE trains at 32);
+  the dev score and the saved model use the inference length (`truncation`), so a user's
+  `SentenceTransformer(path)` does not silently truncate at the training length.
+- Pooling: `mean` is mean pooling in training and in the saved model (all-MiniLM-L6-v2's
+  and EBSIM's); `cls_mlp` is SimCSE's recipe, [CLS] followed by an MLP (dense + tanh)
+  during training, saved as [CLS] without the MLP (as SimCSE saves its unsupervised
+  models). `None` keeps the base's own pooling (the `none` method: the base as published).
+  A base whose Pooling differs from the asked one gets the asked one (logged).
 
 Saving goes through SentenceTransformer.save into a temporary directory that replaces the
 target only when complete; the transformer weights sit at the top level of that directory,
@@ -13,6 +24,10 @@ so `transformers.AutoModel.from_pretrained(path)` loads them too.
 
 from __future__ import annotations
 
+import logging
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -23,26 +38,52 @@ from torch import Tensor
 
 from paracl.io import atomic_dir
 
+log = logging.getLogger(__name__)
+
 POOLING = ("mean", "cls_mlp")
+TRAINING_ONLY = "paracl_training_only"  # attribute that marks SimCSE's MLP: dropped at save
+CARD = "README.md"
+# Left out when the base is copied as-is: formats SentenceTransformer(path) (torch) never reads.
+OTHER_FORMATS = frozenset(
+    {"onnx", "openvino", "tf_model.h5", "flax_model.msgpack", "rust_model.ot", CARD}
+)
+
+
+def is_sentence_transformer_dir(model_path: str | Path) -> bool:
+    """A sentence-transformers folder (its module stack is in modules.json)."""
+    return (Path(model_path) / "modules.json").is_file()
 
 
 def build_encoder(
     model_path: str | Path,
-    pooling: str = "mean",
-    max_seq_length: int = 32,
+    pooling: str | None = "mean",
+    max_seq_length: int | None = 32,
     freeze_embeddings: bool = False,
 ) -> SentenceTransformer:
-    """A SentenceTransformer over `model_path` (a transformers or sentence-transformers dir)."""
-    if pooling not in POOLING:
+    """A SentenceTransformer over `model_path` (a transformers or sentence-transformers dir).
+
+    `pooling` None keeps the base's pooling; `max_seq_length` None keeps the base's
+    inference length (read it from the result before setting a training length)."""
+    if pooling is not None and pooling not in POOLING:
         raise ValueError(f"pooling must be one of {POOLING}, got {pooling!r}")
-    transformer = Transformer(str(model_path), max_seq_length=max_seq_length)
-    dim = transformer.get_embedding_dimension()
-    modules: list[torch.nn.Module] = [transformer]
-    if pooling == "mean":
-        modules.append(Pooling(dim, "mean"))
-    else:
-        modules += [Pooling(dim, "cls"), Dense(dim, dim, activation_function=torch.nn.Tanh())]
-    model = SentenceTransformer(modules=modules, device="cpu")
+    stacked = is_sentence_transformer_dir(model_path)
+    if stacked:
+        model = SentenceTransformer(str(model_path), device="cpu")
+    else:  # what SentenceTransformer(plain dir) builds, without its "creating" warning
+        transformer = Transformer(str(model_path))
+        mode = "cls" if pooling == "cls_mlp" else "mean"
+        model = SentenceTransformer(
+            modules=[transformer, Pooling(transformer.get_embedding_dimension(), mode)],
+            device="cpu",
+        )
+    transformer = model[0]
+    if not isinstance(transformer, Transformer):
+        raise ValueError(f"{model_path}: the first module is {type(transformer).__name__}, "
+                         "not a transformers Transformer")  # fmt: skip
+    if pooling is not None:
+        model = _with_pooling(model, pooling, model_path)
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
     if freeze_embeddings:
         # the cross-lingual paper freezes the embedding layer to keep zero-shot transfer
         for param in transformer.auto_model.get_input_embeddings().parameters():
@@ -50,16 +91,100 @@ def build_encoder(
     return model
 
 
+def _with_pooling(
+    model: SentenceTransformer, pooling: str, where: str | Path
+) -> SentenceTransformer:
+    """`model` with its Pooling module set to `pooling` (+ the training-only MLP for cls_mlp)."""
+    modules = list(model)
+    at = next((i for i, m in enumerate(modules) if isinstance(m, Pooling)), None)
+    if at is None:
+        raise ValueError(f"{where}: the module stack has no Pooling module to set to {pooling!r}")
+    mode = "mean" if pooling == "mean" else "cls"
+    changed = modules[at].pooling_mode != mode
+    if changed:
+        log.warning("%s: pooling %r replaces the base's %r (train_contrastive.pooling)",
+                    where, mode, modules[at].pooling_mode)  # fmt: skip
+        modules[at] = Pooling(modules[0].get_embedding_dimension(), mode)
+    if pooling == "cls_mlp":
+        dim = modules[at].get_embedding_dimension()
+        mlp = Dense(dim, dim, activation_function=torch.nn.Tanh())
+        setattr(mlp, TRAINING_ONLY, True)
+        modules.insert(at + 1, mlp)
+        changed = True
+    return _with_modules(model, modules) if changed else model
+
+
+def _with_modules(
+    model: SentenceTransformer, modules: list[torch.nn.Module]
+) -> SentenceTransformer:
+    """A SentenceTransformer over `modules` that keeps `model`'s model-level config (prompts,
+    similarity function, truncate_dim), which config_sentence_transformers.json saves."""
+    return SentenceTransformer(
+        modules=modules,
+        device=str(model.device),
+        prompts=model.prompts,
+        default_prompt_name=model.default_prompt_name,
+        similarity_fn_name=model.similarity_fn_name,
+        truncate_dim=model.truncate_dim,
+    )
+
+
 def inference_model(model: SentenceTransformer) -> SentenceTransformer:
-    """The model to save: SimCSE's training-only MLP removed (a no-op for mean pooling)."""
-    modules = [m for m in model if not isinstance(m, Dense)]
-    return SentenceTransformer(modules=modules, device=str(model.device))
+    """The model to score and save: SimCSE's training-only MLP removed (else `model` itself).
+    Shares the modules (and so the weights and the tokenizer's length) with `model`."""
+    kept = [m for m in model if not getattr(m, TRAINING_ONLY, False)]
+    return model if len(kept) == len(model) else _with_modules(model, kept)
 
 
-def save_encoder(model: SentenceTransformer, path: str | Path) -> None:
-    """Save atomically; the directory loads with SentenceTransformer and AutoModel."""
+@contextmanager
+def truncation(model: SentenceTransformer, max_seq_length: int | None) -> Iterator[None]:
+    """Truncate at `max_seq_length` inside the block (None: as is); the old length after.
+    The length lives in the shared tokenizer, so setting it for good would also change
+    the training length of a model being trained."""
+    before = model.max_seq_length
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
+    try:
+        yield
+    finally:
+        model.max_seq_length = before
+
+
+def save_encoder(
+    model: SentenceTransformer,
+    path: str | Path,
+    max_seq_length: int | None = None,
+    card: str | None = None,
+) -> None:
+    """Save the inference model atomically at `max_seq_length` (None: the model's current
+    one), with `card` as README.md; the directory loads with SentenceTransformer and
+    AutoModel."""
+    inference = inference_model(model)
+    with atomic_dir(path) as tmp, truncation(inference, max_seq_length):
+        inference.save(str(tmp), create_model_card=False)
+        if card is not None:
+            (tmp / CARD).write_text(card, encoding="utf-8")
+
+
+def copy_base(base: str | Path, path: str | Path, card: str) -> None:
+    """Save a sentence-transformers base unchanged: its files copied byte for byte (weights,
+    configs, tokenizer, module folders), its README replaced by `card`. Hidden files and
+    other frameworks' weights are left out."""
+    base = Path(base)
     with atomic_dir(path) as tmp:
-        inference_model(model).save(str(tmp), create_model_card=False)
+        skip = set(OTHER_FORMATS)
+        if (base / "model.safetensors").is_file():
+            skip.add("pytorch_model.bin")  # transformers reads the safetensors copy
+        for src in sorted(base.rglob("*")):
+            rel = src.relative_to(base)
+            if any(p.startswith(".") for p in rel.parts) or rel.parts[0] in skip:
+                continue
+            if src.is_dir():
+                (tmp / rel).mkdir(parents=True, exist_ok=True)
+            else:
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, tmp / rel)  # follows the HF cache's symlinks to blobs
+        (tmp / CARD).write_text(card, encoding="utf-8")
 
 
 def embed(model: SentenceTransformer, texts: list[str]) -> Tensor:

@@ -1,7 +1,8 @@
 """The training methods by name, and how each is run from its params section.
 
 A method = an input artifact (given in params `train_contrastive.methods`) + an objective.
-`train_method` is everything the stage does: read input, build the encoder, train, save.
+`train_method` is everything the stage does: read input, build the encoder, train, save
+the inference model with its card (training/encoder.py, training/card.py).
 """
 
 from __future__ import annotations
@@ -16,13 +17,34 @@ from paracl.models import resolve_model
 from paracl.params import ParamsError
 from paracl.stage import InputError
 from paracl.training import objectives, parallel
+from paracl.training.card import model_card
+from paracl.training.checkpoint import Checkpoint
 from paracl.training.data import load_examples
 from paracl.training.dev import read_sts, sts_spearman
 from paracl.training.ebsim import EbsimObjective, build_triples
-from paracl.training.encoder import build_encoder, embed, save_encoder
+from paracl.training.encoder import (
+    build_encoder,
+    copy_base,
+    embed,
+    inference_model,
+    is_sentence_transformer_dir,
+    save_encoder,
+    truncation,
+)
 from paracl.training.trainer import TrainConfig, train
 
 log = logging.getLogger(__name__)
+
+
+SIMCSE = "Gao et al., SimCSE: Simple Contrastive Learning of Sentence Embeddings (EMNLP 2021)"
+PPDB = "Sugiyama et al., Paraphrase-based Contrastive Learning for Sentence Pair Modeling"
+ROUNDTRIP = "Ogasa, Kajiwara, Arase, 意味と表層の類似度を制御した言い換えによるデータ拡張"
+JCSE = "Chen et al., JCSE: Contrastive Learning of Japanese Sentence Embeddings"
+XPI = "Fedorova & Musatow, Cross-lingual paraphrase identification"
+EBSIM = (
+    "Enhancing Transformer-based Semantic Matching for Few-shot Learning through Weakly "
+    "Contrastive Pre-training"
+)
 
 
 @dataclass(frozen=True)
@@ -31,20 +53,31 @@ class Method:
     paper: str
     hard_negatives: bool = False
     aspects: tuple[str, ...] = ()
+    citation: str = ""  # the paper, for the model card
 
 
 METHODS: dict[str, Method] = {
     "none": Method("none", "base model, no additional training"),
-    "simcse_unsup": Method("infonce", "SimCSE unsupervised: dropout positives"),
-    "simcse_sup": Method("infonce", "SimCSE supervised: NLI entailment/contradiction", True),
-    "ppdb": Method("infonce", "PPDB paper Eq. 1: PPDB paraphrase positives"),
-    "roundtrip": Method("infonce", "round-trip paper: SimCSE + round-trip paraphrases"),
-    "paraphraser": Method("infonce", "round-trip paper: SimCSE + tag-controlled BART"),
-    "jcse": Method("jcse", "JCSE stage one: generated negatives, weight alpha (Eq. 4)", True),
-    "jcse_two_stage": Method("jcse", "JCSE stage two on NLI, from the jcse encoder", True),
-    "ams": Method("ams", "additive margin scale loss + mega-batch mining (Alg. 2)"),
-    "ebsim": Method("ebsim", "EBSIM RA + AA triplet losses", aspects=("ra", "aa")),
-    "ebsim_no_aa": Method("ebsim", "EBSIM ablation -AA", aspects=("ra",)),
+    "simcse_unsup": Method("infonce", "SimCSE unsupervised: dropout positives", citation=SIMCSE),
+    "simcse_sup": Method(
+        "infonce", "SimCSE supervised: NLI entailment/contradiction", True, citation=SIMCSE
+    ),
+    "ppdb": Method("infonce", "PPDB paper Eq. 1: PPDB paraphrase positives", citation=PPDB),
+    "roundtrip": Method(
+        "infonce", "round-trip paper: SimCSE + round-trip paraphrases", citation=ROUNDTRIP
+    ),
+    "paraphraser": Method(
+        "infonce", "round-trip paper: SimCSE + tag-controlled BART", citation=ROUNDTRIP
+    ),
+    "jcse": Method(
+        "jcse", "JCSE stage one: generated negatives, weight alpha (Eq. 4)", True, citation=JCSE
+    ),
+    "jcse_two_stage": Method(
+        "jcse", "JCSE stage two on NLI, from the jcse encoder", True, citation=JCSE
+    ),
+    "ams": Method("ams", "additive margin scale loss + mega-batch mining (Alg. 2)", citation=XPI),
+    "ebsim": Method("ebsim", "EBSIM RA + AA triplet losses", aspects=("ra", "aa"), citation=EBSIM),
+    "ebsim_no_aa": Method("ebsim", "EBSIM ablation -AA", aspects=("ra",), citation=EBSIM),
 }
 
 
@@ -73,8 +106,10 @@ def train_method(
     out_dir: Path,
     dev_path: str,
     logger=None,
+    checkpoint: Checkpoint | None = None,
 ) -> dict:
-    """Train (or, for `none`, just save) one encoder; returns the metrics to record."""
+    """Train (or, for `none`, just save) one encoder; returns the metrics to record.
+    `checkpoint`: where training saves and resumes its state (training/checkpoint.py)."""
     if name not in METHODS:
         raise ParamsError(
             f"train_contrastive: unknown method {name!r} (known: {', '.join(METHODS)})"
@@ -89,10 +124,34 @@ def train_method(
             )
     resolved = resolve_model(base_id)
     seed_everything(seed)  # EBSIM's heads and any fresh layer are initialised from here on
+    # `none` with a sentence-transformers base: that base as published (its own pooling)
+    as_is = spec.family == "none" and is_sentence_transformer_dir(resolved.path)
     model = build_encoder(
-        resolved.path, cfg["pooling"], cfg["max_seq_length"], cfg["freeze_embeddings"]
+        resolved.path, None if as_is else cfg["pooling"], None, cfg["freeze_embeddings"]
     ).to(device)
+    saved_length = model.max_seq_length  # the base's inference length: what is saved
     dev = read_sts(dev_path, cfg["dev_max_pairs"], seed)
+
+    def dev_score(m) -> float:
+        """Dev score of the model as it will be saved (the inference length)."""
+        with truncation(m, saved_length):
+            return sts_spearman(m, dev)
+
+    def card(dev_spearman: float, **trained) -> str:
+        """The folder's README.md, describing the model as it will be saved."""
+        inference = inference_model(model)
+        with truncation(inference, saved_length):
+            return model_card(
+                method=name,
+                description=spec.paper,
+                citation=spec.citation,
+                load_path=out_dir.as_posix(),
+                base=resolved.describe(),
+                model=inference,
+                dev={"score": dev_spearman, "file": dev_path, "pairs": len(dev[2])},
+                **trained,
+            )
+
     metrics = {
         "method": name,
         "paper": spec.paper,
@@ -101,11 +160,17 @@ def train_method(
     }
     if spec.family == "none":
         if parallel.is_main():  # nothing to train: rank 0 alone scores and saves
-            metrics["dev_spearman"] = round(sts_spearman(model, dev), 4)
+            metrics["dev_spearman"] = round(dev_score(inference_model(model)), 4)
             if logger:
                 logger("dev/spearman", metrics["dev_spearman"], 0)
-            save_encoder(model, out_dir)
+            text = card(metrics["dev_spearman"])  # no data, params or training to state
+            if as_is:
+                copy_base(resolved.path, out_dir, text)
+            else:
+                save_encoder(model, out_dir, saved_length, text)
         return metrics
+
+    model.max_seq_length = cfg["max_seq_length"]  # training truncation (SimCSE: 32)
 
     batch = cfg["batch_size"]
     if spec.family == "ebsim":
@@ -136,10 +201,15 @@ def train_method(
     )
     extra = list(objective.loss_fn.parameters()) if spec.family == "ebsim" else None
     result = train(
-        model, examples, objective, config, lambda m: sts_spearman(m, dev), logger, extra
+        model,
+        examples,
+        objective,
+        config,
+        dev_score,
+        logger,
+        extra,
+        checkpoint,
     )
-    if parallel.is_main():
-        save_encoder(model, out_dir)
     metrics.update(
         {
             "loss": objective.name,
@@ -152,4 +222,29 @@ def train_method(
             "last_loss": float(f"{result.losses[-1]:.6g}"),
         }
     )
+    if parallel.is_main():
+        training = {
+            "loss": objective.name,
+            "steps": result.steps,
+            "epochs run": result.epochs_run,
+            "best epoch": result.best_epoch,
+        }
+        text = card(
+            metrics["dev_spearman"],
+            train_max_seq_length=cfg["max_seq_length"],
+            data=input_path,
+            examples=len(examples),
+            params=card_params(name, cfg, seed),
+            training=training,
+        )
+        save_encoder(model, out_dir, saved_length, text)
     return metrics
+
+
+def card_params(name: str, cfg: dict, seed: int) -> dict:
+    """The params that shaped this encoder: the shared ones and this method's own section
+    (not the other methods' sections, the input map or checkpoint_every)."""
+    own = {"jcse": name, "ams": "ams", "ebsim": "ebsim"}.get(METHODS[name].family)
+    skip = ("methods", "checkpoint_every")
+    keep = {k: v for k, v in cfg.items() if k not in skip and (not isinstance(v, dict) or k == own)}
+    return {"seed": seed, **keep}

@@ -18,6 +18,8 @@ sentence-transformers provides the model, its saving and the InfoNCE (MNRL) loss
   contiguous rows, and the loss sees all ranks' rows (gather.py); gradients are averaged
   and rank 0 alone scores dev. A per-example objective (EBSIM) needs no gather: each
   rank takes its rows' share of the batch mean. One process: all of that is a no-op.
+- Resumable (checkpoint.py): with a Checkpoint the whole loop state is saved every N
+  steps and on SIGTERM, and a rerun continues from it to the same weights and curves.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import copy
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 import torch
@@ -37,6 +39,13 @@ from transformers import get_linear_schedule_with_warmup
 from paracl.device import autocast, seed_everything
 from paracl.distributed.gather import gather_columns, world_size
 from paracl.training import parallel
+from paracl.training.checkpoint import (
+    Checkpoint,
+    TrainingInterrupted,
+    all_rng_states,
+    set_rng_state,
+    sigterm_requests,
+)
 from paracl.training.encoder import embed, inference_model
 from paracl.training.grad_cache import cached_step
 
@@ -91,6 +100,35 @@ def _embed_columns(model, cols: list[list[str]], device) -> list[torch.Tensor]:
     return list(torch.split(merged, [len(col) for col in cols]))
 
 
+@dataclass
+class _Progress:
+    """The loop's state besides weights and optimiser: what a resumed run continues from."""
+
+    result: TrainResult
+    best_state: dict[str, torch.Tensor]
+    bad_epochs: int = 0
+    logged: list[tuple[str, float, int]] = field(default_factory=list)
+    epoch: int = 0  # the next step is batch `batch` of epoch `epoch`;
+    batch: int = 0  # batch == the epoch's batch count: its steps are done, its dev score not
+
+
+def _step(model, objective, batch: pd.DataFrame, mini: int, device, loss_fn) -> float:
+    """Forward and backward of one global batch (this rank's rows); returns the loss."""
+    local = batch.iloc[parallel.local_rows(len(batch))]
+    if objective.per_example:
+        # this rank's rows; scaled so that the gradients averaged over ranks are the
+        # global batch mean's, and the loss logged is its mean
+        scale = world_size() * len(local) / len(batch)
+        loss = objective.step(model, local, mini, device, scale)
+        return parallel.mean_over_ranks(loss, device)
+    cols = objective.columns(local)
+    if mini >= len(local):
+        value = loss_fn(_embed_columns(model, cols, device))
+        value.backward()
+        return float(value.detach())
+    return cached_step(lambda t: _autocast_embed(model, t, device), cols, loss_fn, mini, device)
+
+
 def train(
     model: SentenceTransformer,
     examples: pd.DataFrame,
@@ -99,11 +137,18 @@ def train(
     dev_score: Callable[[SentenceTransformer], float] | None = None,
     logger: Logger | None = None,
     extra_params: list[torch.nn.Parameter] | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> TrainResult:
-    """Train `model` in place on `examples` with `objective`; returns the curves."""
+    """Train `model` in place on `examples` with `objective`; returns the curves.
+
+    With `checkpoint`, the loop saves its whole state there every `checkpoint.every`
+    steps and, on SIGTERM, at the end of the step before raising TrainingInterrupted; a
+    state found there is resumed from (logged values are replayed into `logger`), so a
+    killed run ends with the weights and curves of an uninterrupted one."""
     seed_everything(config.seed + parallel.rank())  # ranks draw their own dropout masks
     device = model.device
-    params = [p for p in model.parameters() if p.requires_grad] + list(extra_params or [])
+    extra = list(extra_params or [])
+    params = [p for p in model.parameters() if p.requires_grad] + extra
     parallel.sync_parameters(params)
 
     def loss_fn(reps: list[torch.Tensor]) -> torch.Tensor:
@@ -116,87 +161,178 @@ def train(
         raise ValueError(f"{len(examples)} examples make no batch of >= 2")
     total = per_epoch * config.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, 0, total)
-    result = TrainResult()
     mini = config.mini_batch_size or config.batch_size
+    mega = max(1, config.mega_batch)
+    progress = _Progress(TrainResult(), copy.deepcopy(model.state_dict()))
 
-    best_state = copy.deepcopy(model.state_dict())
-    bad_epochs = 0
-    for epoch in range(config.epochs):
-        model.train()
-        batches = _batches(len(examples), config.batch_size, config.seed, epoch)
-        mega = max(1, config.mega_batch)
-        bar = tqdm(
-            total=len(batches),
-            desc=f"epoch {epoch + 1}",
-            leave=False,
-            mininterval=5,
-            disable=not parallel.is_main(),
-        )
-        for m0 in range(0, len(batches), mega):
-            group = batches[m0 : m0 + mega]
-            flat = [i for b in group for i in b]
-            prepared = objective.prepare(examples.iloc[flat].reset_index(drop=True), model)
-            offset = 0
-            for b in group:
-                batch = prepared.iloc[offset : offset + len(b)]
-                offset += len(b)
-                optimizer.zero_grad(set_to_none=True)
-                if objective.per_example:
-                    # this rank's rows; scaled so that the gradients averaged over ranks
-                    # are the global batch mean's, and the loss logged is its mean
-                    local = batch.iloc[parallel.local_rows(len(batch))]
-                    scale = world_size() * len(local) / len(batch)
-                    loss = objective.step(model, local, mini, device, scale)
-                    loss = parallel.mean_over_ranks(loss, device)
-                else:
-                    local = batch.iloc[parallel.local_rows(len(batch))]
-                    cols = objective.columns(local)
-                    if mini >= len(local):
-                        value = loss_fn(_embed_columns(model, cols, device))
-                        value.backward()
-                        loss = float(value.detach())
-                    else:
-                        loss = cached_step(
-                            lambda t: _autocast_embed(model, t, device),
-                            cols,
-                            loss_fn,
-                            mini,
-                            device,
-                        )
-                parallel.average_gradients(params)
-                if not math.isfinite(loss):
-                    raise FloatingPointError(f"loss became {loss} at step {result.steps}")
-                optimizer.step()
-                scheduler.step()
-                result.steps += 1
-                result.examples_seen += len(batch)
-                result.losses.append(loss)
-                if logger:
-                    logger("train/loss", loss, result.steps)
-                bar.update(1)
-        bar.close()
-        result.epochs_run = epoch + 1
-        if dev_score is None:
-            best_state = copy.deepcopy(model.state_dict())
-            result.best_epoch = epoch + 1
-            continue
-        score = parallel.main_value(lambda: dev_score(inference_model(model)), device)
-        result.dev_history.append(score)
+    def record(key: str, value: float, step: int) -> None:
+        progress.logged.append((key, value, step))
         if logger:
-            logger("dev/spearman", score, result.steps)
-        best = -math.inf if result.best_dev is None else result.best_dev
+            logger(key, value, step)
+
+    def save(prepared: pd.DataFrame | None) -> None:
+        """All ranks (their RNG states are gathered); rank 0 writes."""
+        state = _capture(model, extra, optimizer, scheduler, progress, prepared)
         if parallel.is_main():
-            log.info("epoch %d: dev %.2f (best before %.2f)", epoch + 1, score, best)
-        if score > best:
-            result.best_dev, result.best_epoch, bad_epochs = score, epoch + 1, 0
-            best_state = copy.deepcopy(model.state_dict())
-        else:
-            bad_epochs += 1
-            if bad_epochs >= config.patience:
-                log.info("early stop: %d epochs without dev gain", bad_epochs)
-                break
-    model.load_state_dict(best_state)
+            checkpoint.save(state)
+
+    resumed_group = _restore(checkpoint, model, extra, optimizer, scheduler, progress, record)
+    result = progress.result
+    start_epoch, start_batch = progress.epoch, progress.batch
+    with sigterm_requests(checkpoint is not None) as requested:
+        for epoch in range(start_epoch, config.epochs):
+            model.train()
+            batches = _batches(len(examples), config.batch_size, config.seed, epoch)
+            first = start_batch if epoch == start_epoch else 0  # steps done before a resume
+            bar = tqdm(
+                total=len(batches),
+                initial=first,
+                desc=f"epoch {epoch + 1}",
+                leave=False,
+                mininterval=5,
+                disable=not parallel.is_main(),
+            )
+            for m0 in range(0, len(batches), mega):
+                group = batches[m0 : m0 + mega]
+                if m0 + len(group) <= first:
+                    continue
+                if resumed_group is not None:  # stopped inside this mega-batch: as mined then
+                    prepared, resumed_group = resumed_group, None
+                else:
+                    flat = [i for b in group for i in b]
+                    prepared = objective.prepare(examples.iloc[flat].reset_index(drop=True), model)
+                offset = 0
+                for j, b in enumerate(group):
+                    batch = prepared.iloc[offset : offset + len(b)]
+                    offset += len(b)
+                    if m0 + j < first:
+                        continue
+                    optimizer.zero_grad(set_to_none=True)
+                    loss = _step(model, objective, batch, mini, device, loss_fn)
+                    parallel.average_gradients(params)
+                    if not math.isfinite(loss):
+                        raise FloatingPointError(f"loss became {loss} at step {result.steps}")
+                    optimizer.step()
+                    scheduler.step()
+                    result.steps += 1
+                    result.examples_seen += len(batch)
+                    result.losses.append(loss)
+                    record("train/loss", loss, result.steps)
+                    bar.update(1)
+                    progress.epoch, progress.batch = epoch, m0 + j + 1
+                    if checkpoint is None:
+                        continue
+                    # every rank stops at the same step when any of them got SIGTERM
+                    stop = parallel.mean_over_ranks(float(requested()), device) > 0
+                    if stop or checkpoint.due(result.steps):
+                        inside = progress.batch % mega != 0 and progress.batch < len(batches)
+                        save(prepared if inside else None)
+                    if stop:
+                        bar.close()
+                        if world_size() > 1:  # rank 0 has written it before any rank exits
+                            torch.distributed.barrier()
+                        raise TrainingInterrupted(
+                            f"SIGTERM: stopped after step {result.steps}; checkpoint saved in "
+                            f"{checkpoint.dir}; run the stage again to resume"
+                        )
+            bar.close()
+            result.epochs_run = epoch + 1
+            progress.epoch, progress.batch = epoch + 1, 0
+            if dev_score is None:
+                progress.best_state = copy.deepcopy(model.state_dict())
+                result.best_epoch = epoch + 1
+                continue
+            score = parallel.main_value(lambda: dev_score(inference_model(model)), device)
+            result.dev_history.append(score)
+            record("dev/spearman", score, result.steps)
+            best = -math.inf if result.best_dev is None else result.best_dev
+            if parallel.is_main():
+                log.info("epoch %d: dev %.2f (best before %.2f)", epoch + 1, score, best)
+            if score > best:
+                result.best_dev, result.best_epoch, progress.bad_epochs = score, epoch + 1, 0
+                progress.best_state = copy.deepcopy(model.state_dict())
+            else:
+                progress.bad_epochs += 1
+                if progress.bad_epochs >= config.patience:
+                    log.info("early stop: %d epochs without dev gain", progress.bad_epochs)
+                    break
+    model.load_state_dict(progress.best_state)
     return result
+
+
+def _capture(
+    model: SentenceTransformer,
+    extra: list[torch.nn.Parameter],
+    optimizer: torch.optim.Optimizer,
+    scheduler,
+    progress: _Progress,
+    prepared: pd.DataFrame | None,
+) -> dict:
+    """The state to save (collective: gathers every rank's RNG state)."""
+    return {
+        "model": model.state_dict(),
+        "extra": [p.detach() for p in extra],
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        # before the first epoch ends the best weights are still the initial ones, which
+        # the rerun rebuilds: not saved (a second copy of the model in every checkpoint)
+        "best": progress.best_state if progress.result.epochs_run else None,
+        "bad_epochs": progress.bad_epochs,
+        "result": asdict(progress.result),
+        "logged": list(progress.logged),
+        "epoch": progress.epoch,
+        "batch": progress.batch,
+        # the mega-batch as mined at its start (mining used the weights of then)
+        "prepared": None if prepared is None else prepared.to_dict("list"),
+        "rng": all_rng_states(model.device),
+    }
+
+
+def _restore(
+    checkpoint: Checkpoint | None,
+    model: SentenceTransformer,
+    extra: list[torch.nn.Parameter],
+    optimizer: torch.optim.Optimizer,
+    scheduler,
+    progress: _Progress,
+    record: Logger,
+) -> pd.DataFrame | None:
+    """Load `checkpoint`'s state, if any, into the loop's objects; returns the mega-batch
+    the run stopped inside, if it did. The RNG states are set last."""
+    if checkpoint is None:
+        return None
+    state = checkpoint.load()
+    found = -1 if state is None else state["result"]["steps"]
+    if parallel.main_value(lambda: float(found), model.device) != found:
+        raise RuntimeError(f"{checkpoint.file}: ranks see different checkpoints (shared disk?)")
+    if state is None:
+        return None
+    rngs = state["rng"]
+    if len(rngs) != world_size():
+        raise RuntimeError(f"{checkpoint.file}: saved by {len(rngs)} processes, not {world_size()}")
+    model.load_state_dict(state["model"])
+    with torch.no_grad():
+        for p, saved in zip(extra, state["extra"], strict=True):
+            p.copy_(saved)
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    if state["best"] is not None:
+        progress.best_state = state["best"]
+    progress.bad_epochs = state["bad_epochs"]
+    progress.result = TrainResult(**state["result"])
+    progress.epoch, progress.batch = state["epoch"], state["batch"]
+    for key, value, step in state["logged"]:  # the curves so far, as first logged
+        record(key, value, step)
+    if parallel.is_main():
+        log.info(
+            "resuming from %s: step %d (epoch %d, batch %d)",
+            checkpoint.file,
+            progress.result.steps,
+            progress.epoch + 1,
+            progress.batch,
+        )
+    set_rng_state(rngs[parallel.rank()], model.device)
+    return None if state["prepared"] is None else pd.DataFrame(state["prepared"])
 
 
 def _autocast_embed(model, texts, device):
