@@ -43,6 +43,12 @@ def tiny_gpt2(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory) -> Path:
+    """A causal LM like SmolLM2 and Gemma: no pad token, no dropout, left padding."""
+    return _tiny("llama", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory) -> Path:
     return _tiny("bert", tmp_path_factory)
 

@@ -24,7 +24,7 @@ from paracl.evaluation.encoder import EmbeddingCache
 from paracl.evaluation.metrics import spearman
 from paracl.params import load_params
 from paracl.training.dev import read_sts, sts_spearman
-from paracl.training.encoder import truncation
+from paracl.training.encoder import POOLING, build_encoder, embed, truncation
 from paracl.training.methods import train_method
 
 REPO = Path(__file__).resolve().parents[1]
@@ -181,6 +181,42 @@ def test_trained_encoder_is_what_evaluation_scores(
     exec(recipe, scope)  # noqa: S102 (our own card's snippet)
     sentences = scope["sentences"]
     assert np.allclose(scope["embeddings"].numpy(), loaded.encode(sentences), atol=1e-5)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "weighted_mean", "last"])
+def test_causal_lm_encoder_is_what_it_scored(pooling, tiny_llama, inputs, tmp_path):
+    """A causal LM base (SmolLM2/Gemma-like: no pad token, left padding) with each of its
+    poolings: the saved folder loads with SentenceTransformer and AutoModel, a sentence's
+    embedding does not depend on its (left-padded) batch, and it scores the dev score
+    that training recorded."""
+    from transformers import AutoModel
+
+    dev, pairs = inputs
+    out = tmp_path / "ppdb"
+    metrics = _train("ppdb", tiny_llama, pairs, dev, out, pooling=pooling, dropout=0.1)
+    loaded = SentenceTransformer(str(out), device="cpu")
+    assert [type(m) for m in loaded] == [Transformer, Pooling]
+    assert loaded[1].pooling_mode == POOLING[pooling]
+    assert loaded.tokenizer.pad_token == "</s>"  # the EOS: the base has no pad token
+    alone = loaded.encode(["a man is playing"])
+    batched = loaded.encode(["a man is playing", S1[0]])
+    assert np.allclose(alone[0], batched[0], atol=1e-5)
+    assert metrics["dev_spearman"] == pytest.approx(sts_spearman(loaded, read_sts(dev)), abs=1e-4)
+    assert AutoModel.from_pretrained(out).config.attention_dropout == 0.1
+
+
+def test_dropout_param_is_the_only_noise_of_a_causal_lm(tiny_llama):
+    """Llama/Gemma have no dropout: unsupervised SimCSE's two views of a sentence are then
+    identical (a zero loss). `dropout` turns the attention dropout on."""
+    texts = S1[:3]
+    for dropout, noisy in ((None, False), (0.0, False), (0.1, True)):
+        model = build_encoder(tiny_llama, "mean", TRAIN_LENGTH, dropout=dropout).train()
+        with torch.no_grad():
+            differ = not torch.allclose(embed(model, texts), embed(model, texts))
+        assert differ == noisy, dropout
+        model.eval()
+        with torch.no_grad():
+            assert torch.allclose(embed(model, texts), embed(model, texts))
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ tiny fine-tune with early stopping, the stage script, and the summary table."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from paracl.evaluation.summary import build_summary, load_results, to_markdown
 from paracl.evaluation.tasks import load_task
 from paracl.evaluation.unsup_sts import evaluate_unsup_sts, sts_sets
 from paracl.params import ParamsError, load_params
+from paracl.training.encoder import build_encoder, save_encoder
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = "a man is playing guitar on the stage cat sat mat dogs running field woman".split()
@@ -113,6 +115,18 @@ def test_finetune_regression_and_classification(tiny_bert, raw):
     assert again["runs"][0]["test"] == out["runs"][0]["test"]  # same seed → same result
     cls = finetune_task(tiny_bert, load_task("sicke", raw, seed=0), cfg, [3], CPU)
     assert cls["metric"] == "macro_f1" and 0 <= cls["test"]["mean"] <= 100
+
+
+def test_finetune_and_unsup_sts_on_a_causal_lm_encoder(tiny_llama, raw, tmp_path):
+    """A causal LM encoder as train_contrastive saves it (no pad token in its config) is
+    evaluated the same way: its sequence-classification head reads the pair's last token."""
+    encoder = tmp_path / "encoder"
+    save_encoder(build_encoder(tiny_llama, "weighted_mean", None), encoder)
+    cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=8, max_length=32, patience=1)
+    out = finetune_task(encoder, load_task("stsb", raw, seed=0), cfg, seeds=[1], device=CPU)
+    assert out["metric"] == "spearman" and math.isfinite(out["test"]["mean"])
+    res = run_job("none", "unsup_sts_en", encoder, {**CFG, "raw_dir": raw}, seed=0, device=CPU)
+    assert math.isfinite(res["score"])
 
 
 def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):

@@ -179,7 +179,18 @@ def _corpus(n_docs: int = 6) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory, tiny_bert):
-    root = tmp_path_factory.mktemp("stage")
+    return _workdir(tmp_path_factory.mktemp("stage"), tiny_bert)
+
+
+@pytest.fixture(scope="module")
+def llama_workdir(tmp_path_factory, tiny_llama):
+    """The same project on a causal LM base, SGPT's pooling and SimCSE's dropout 0.1."""
+    root, params = _workdir(tmp_path_factory.mktemp("stage-llama"), tiny_llama)
+    params["train_contrastive"].update(pooling="weighted_mean", dropout=0.1)
+    return root, params
+
+
+def _workdir(root: Path, base: Path) -> tuple[Path, dict]:
     (root / "data/ppdb").mkdir(parents=True)
     (root / "data/negatives").mkdir(parents=True)
     (root / "data/corpus").mkdir(parents=True)
@@ -200,7 +211,7 @@ def workdir(tmp_path_factory, tiny_bert):
     )
     params = load_params(REPO / "params.yaml")
     cfg = params["train_contrastive"]
-    cfg.update(base_model=str(tiny_bert), max_examples=None, batch_size=4, epochs=1)
+    cfg.update(base_model=str(base), max_examples=None, batch_size=4, epochs=1)
     cfg["methods"] = {
         "none": "data/raw/stsbenchmark/sts-dev.csv",
         "simcse_unsup": "data/corpus/sentences.parquet",
@@ -259,6 +270,25 @@ def test_stage_methods(workdir, method, monkeypatch):
         assert (root / f"metrics/train/{method}/curves.png").exists()
     if method == "ebsim":
         assert metrics["triples"]["token"] == 6
+
+
+@pytest.mark.parametrize("method", ["none", "simcse_unsup", "ppdb", "jcse", "ams", "ebsim"])
+def test_stage_methods_on_a_causal_lm(llama_workdir, method, monkeypatch):
+    """A causal LM base (no pad token, no dropout, left padding) trains with every loss
+    and saves an encoder that SentenceTransformer and AutoModel load, scoring as trained."""
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoConfig, AutoModel
+
+    metrics = _run_stage(llama_workdir, method, monkeypatch)
+    path = llama_workdir[0] / "models/encoders" / method
+    model = SentenceTransformer(str(path), device="cpu")
+    assert model[1].pooling_mode == "weightedmean"
+    assert model.tokenizer.pad_token is not None
+    assert model.encode(["a man"]).shape == (1, 32)
+    assert AutoModel.from_pretrained(path).config.model_type == "llama"
+    assert AutoConfig.from_pretrained(path).attention_dropout == 0.1  # as it was trained
+    if method != "none":
+        assert metrics["steps"] >= 1 and np.isfinite(metrics["dev_spearman"])
 
 
 @pytest.mark.parametrize("method", ["jcse", "ebsim"])

@@ -233,7 +233,15 @@ SCHEMA: Schema = {
         # method name -> the one artifact it trains on (also its DVC dep; see dvc.yaml)
         "methods": Param(dict, help="method -> input artifact path"),
         "base_model": Param(str),
-        "pooling": Param(str, choices=("mean", "cls_mlp")),
+        "pooling": Param(str, choices=("mean", "weighted_mean", "last", "cls", "cls_mlp")),
+        "dropout": Param(
+            FLOAT,
+            min=0.0,
+            max=0.9,
+            nullable=True,
+            default=None,
+            help="every dropout rate of the base's config; null = the base's own",
+        ),
         "max_seq_length": Param(int, min=4, max=4096),
         "batch_size": Param(int, min=2, help="pairs per batch = the in-batch negatives pool"),
         "mini_batch_size": Param(int, min=1, nullable=True, help="GradCache chunk; null = all"),

@@ -3,7 +3,7 @@
 As the papers do it (PPDB paper §4.2, EBSIM Table 1, round-trip paper §6.1): the
 encoder's transformer gets a classification or regression head on [CLS] over the
 concatenated pair (`[CLS] s1 [SEP] s2 [SEP]`) via transformers'
-AutoModelForSequenceClassification; AdamW with linear warm-up/decay; the dev score is
+AutoModelForSequenceClassification (a causal LM's head reads the pair's last token); AdamW with linear warm-up/decay; the dev score is
 checked after every epoch, the best epoch's weights are kept and training stops after
 `patience` epochs without a dev gain. Each seed is a separate run from the same encoder;
 the result reports each seed's scores, their mean / std / median, and (as the
@@ -114,6 +114,10 @@ def finetune_once(
         num_labels=1 if regression else len(task.labels),
         problem_type="regression" if regression else "single_label_classification",
     ).to(device)
+    if model.config.pad_token_id is None:  # a causal LM: its head reads the last real token
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        model.config.pad_token_id = tokenizer.pad_token_id
     y_train = _targets(data.train, data, "train")
     metrics = report_metrics(data)
     primary = metrics[0]

@@ -35,6 +35,8 @@ TRAINING_TEXT = [
 
 SPECIALS = {
     "gpt2": {"bos": "<|endoftext|>", "eos": "<|endoftext|>", "unk": "<|endoftext|>"},
+    # as SmolLM2's and Gemma's: no pad token, and left padding (Gemma's default)
+    "llama": {"bos": "<s>", "eos": "</s>", "unk": "<unk>"},
     "bert": {"cls": "[CLS]", "sep": "[SEP]", "pad": "[PAD]", "unk": "[UNK]", "mask": "[MASK]"},
     "bart": {"bos": "<s>", "pad": "<pad>", "eos": "</s>", "unk": "<unk>", "mask": "<mask>"},
     "t5": {"pad": "<pad>", "eos": "</s>", "unk": "<unk>"},
@@ -85,6 +87,8 @@ def build_tokenizer(arch: str, vocab_size: int = 400) -> PreTrainedTokenizerFast
         kwargs["additional_special_tokens"] = [f"<extra_id_{i}>" for i in range(N_SENTINELS)]
     if arch == "gpt2":
         kwargs["pad_token"] = specials["eos"]
+    if arch == "llama":
+        kwargs["padding_side"] = "left"
     return PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
 
 
@@ -103,9 +107,29 @@ SEQ2SEQ_SIZES = {
 
 def _config(arch: str, tok: PreTrainedTokenizerFast):
     """A small config of the real architecture, sized to the tokenizer."""
-    from transformers import BartConfig, BertConfig, GPT2Config, MarianConfig, T5Config
+    from transformers import (
+        BartConfig,
+        BertConfig,
+        GPT2Config,
+        LlamaConfig,
+        MarianConfig,
+        T5Config,
+    )
 
     vocab = len(tok)
+    if arch == "llama":  # SmolLM2's architecture; attention_dropout 0 as in the real ones
+        return LlamaConfig(
+            vocab_size=vocab,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            max_position_embeddings=128,
+            bos_token_id=tok.bos_token_id,
+            eos_token_id=tok.eos_token_id,
+            tie_word_embeddings=True,
+        )
     if arch == "gpt2":
         return GPT2Config(
             vocab_size=vocab,
@@ -163,8 +187,8 @@ def _config(arch: str, tok: PreTrainedTokenizerFast):
 def build_tiny_model(arch: str, out_dir: str | Path, seed: int = 0) -> Path:
     """Save a tiny random `arch` model and its tokenizer to out_dir; return the path.
 
-    arch: gpt2 (causal LM), bert (encoder; saved as BertModel), t5, bart, marian
-    (seq2seq, saved with their LM heads).
+    arch: gpt2 and llama (causal LMs), bert (encoder; saved as BertModel), t5, bart,
+    marian (seq2seq, saved with their LM heads).
     """
     from transformers import (
         AutoModel,
@@ -176,7 +200,7 @@ def build_tiny_model(arch: str, out_dir: str | Path, seed: int = 0) -> Path:
     tok = build_tokenizer(arch)
     config = _config(arch, tok)
     torch.manual_seed(seed)
-    if arch == "gpt2":
+    if arch in ("gpt2", "llama"):
         model = AutoModelForCausalLM.from_config(config)
     elif arch == "bert":
         model = AutoModel.from_config(config)

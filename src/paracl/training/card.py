@@ -17,7 +17,12 @@ from sentence_transformers.sentence_transformer.modules import Pooling
 
 # The base models the papers train (train_contrastive.base_model of the paper presets).
 PAPER_BASES = {"bert-base-uncased": "English", "rinna/japanese-roberta-base": "Japanese"}
-POOLING_WORDS = {"mean": "mean of the token states (padding masked)", "cls": "the [CLS] state"}
+POOLING_WORDS = {
+    "mean": "mean of the token states (padding masked)",
+    "weightedmean": "position-weighted mean of the token states (token i weighs i; SGPT)",
+    "lasttoken": "the last token's state",
+    "cls": "the first ([CLS]) token's state",
+}
 
 
 def model_card(

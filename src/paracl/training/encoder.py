@@ -12,10 +12,22 @@ exactly what the evaluate stage encodes with and what the training dev score mea
   the dev score and the saved model use the inference length (`truncation`), so a user's
   `SentenceTransformer(path)` does not silently truncate at the training length.
 - Pooling: `mean` is mean pooling in training and in the saved model (all-MiniLM-L6-v2's
-  and EBSIM's); `cls_mlp` is SimCSE's recipe, [CLS] followed by an MLP (dense + tanh)
-  during training, saved as [CLS] without the MLP (as SimCSE saves its unsupervised
-  models). `None` keeps the base's own pooling (the `none` method: the base as published).
-  A base whose Pooling differs from the asked one gets the asked one (logged).
+  and EBSIM's); `weighted_mean` weights token i by i (SGPT's position-weighted mean, for
+  causal LMs, whose later tokens have seen more of the sentence); `last` is the last
+  token's state (causal LMs); `cls` is the first token's state; `cls_mlp` is SimCSE's
+  recipe, [CLS] followed by an MLP (dense + tanh) during training, saved as [CLS]
+  without the MLP (as SimCSE saves its unsupervised models). All are sentence-transformers
+  Pooling modes, so a saved folder needs no code of ours. `None` keeps the base's own
+  pooling (the `none` method: the base as published). A base whose Pooling differs from
+  the asked one gets the asked one (logged).
+- Padding: a causal LM's tokenizer often has no pad token (SmolLM2); its EOS token pads
+  (masked out by every pooling). Left padding (Gemma's default) is kept: sentence-
+  transformers' pooling counts positions from the first real token, so an embedding
+  does not depend on its batch either way (tested).
+- Dropout: `dropout` None keeps the base's config; a number sets every dropout rate the
+  config has (BERT: hidden and attention; Llama and Gemma: attention only, default 0) at
+  load time through `config_kwargs`. Unsupervised SimCSE needs it: its positive pair is
+  the same sentence under two dropout masks, and with no dropout the two are identical.
 
 Saving goes through SentenceTransformer.save into a temporary directory that replaces the
 target only when complete; the transformer weights sit at the top level of that directory,
@@ -40,7 +52,14 @@ from paracl.io import atomic_dir
 
 log = logging.getLogger(__name__)
 
-POOLING = ("mean", "cls_mlp")
+# train_contrastive.pooling → the sentence-transformers Pooling mode it saves as
+POOLING = {
+    "mean": "mean",
+    "weighted_mean": "weightedmean",
+    "last": "lasttoken",
+    "cls": "cls",
+    "cls_mlp": "cls",
+}
 TRAINING_ONLY = "paracl_training_only"  # attribute that marks SimCSE's MLP: dropped at save
 CARD = "README.md"
 # Left out when the base is copied as-is: formats SentenceTransformer(path) (torch) never reads.
@@ -54,24 +73,50 @@ def is_sentence_transformer_dir(model_path: str | Path) -> bool:
     return (Path(model_path) / "modules.json").is_file()
 
 
+def dropout_config(model_path: str | Path, dropout: float | None) -> dict[str, float]:
+    """The config entries that set every dropout rate `model_path`'s config has to
+    `dropout` (empty for None). Why names and not modules: transformers reads these at
+    load time (Llama's attention keeps `config.attention_dropout`, not an nn.Dropout)."""
+    if dropout is None:
+        return {}
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(str(model_path)).to_dict()
+    return {
+        key: float(dropout)
+        for key, value in config.items()
+        if isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and (key.endswith(("dropout", "dropout_prob", "pdrop")) or key == "dropout_rate")
+        and "classifier" not in key
+    }
+
+
 def build_encoder(
     model_path: str | Path,
     pooling: str | None = "mean",
     max_seq_length: int | None = 32,
     freeze_embeddings: bool = False,
+    dropout: float | None = None,
 ) -> SentenceTransformer:
     """A SentenceTransformer over `model_path` (a transformers or sentence-transformers dir).
 
     `pooling` None keeps the base's pooling; `max_seq_length` None keeps the base's
-    inference length (read it from the result before setting a training length)."""
+    inference length (read it from the result before setting a training length);
+    `dropout` None keeps the base's dropout rates."""
     if pooling is not None and pooling not in POOLING:
-        raise ValueError(f"pooling must be one of {POOLING}, got {pooling!r}")
+        raise ValueError(f"pooling must be one of {tuple(POOLING)}, got {pooling!r}")
+    config_kwargs = dropout_config(model_path, dropout)
+    if config_kwargs:
+        log.info("dropout %s: %s", dropout, ", ".join(sorted(config_kwargs)))
+    elif dropout is not None:
+        log.warning("%s: its config has no dropout rate to set to %s", model_path, dropout)
     stacked = is_sentence_transformer_dir(model_path)
     if stacked:
-        model = SentenceTransformer(str(model_path), device="cpu")
+        model = SentenceTransformer(str(model_path), device="cpu", config_kwargs=config_kwargs)
     else:  # what SentenceTransformer(plain dir) builds, without its "creating" warning
-        transformer = Transformer(str(model_path))
-        mode = "cls" if pooling == "cls_mlp" else "mean"
+        transformer = Transformer(str(model_path), config_kwargs=config_kwargs)
+        mode = POOLING[pooling or "mean"]
         model = SentenceTransformer(
             modules=[transformer, Pooling(transformer.get_embedding_dimension(), mode)],
             device="cpu",
@@ -80,6 +125,7 @@ def build_encoder(
     if not isinstance(transformer, Transformer):
         raise ValueError(f"{model_path}: the first module is {type(transformer).__name__}, "
                          "not a transformers Transformer")  # fmt: skip
+    _ensure_pad_token(transformer.tokenizer)
     if pooling is not None:
         model = _with_pooling(model, pooling, model_path)
     if max_seq_length is not None:
@@ -91,6 +137,14 @@ def build_encoder(
     return model
 
 
+def _ensure_pad_token(tokenizer) -> None:
+    """A pad token where a causal LM's tokenizer has none: its EOS (batches need one)."""
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None:
+            raise ValueError("the tokenizer has neither a pad nor an EOS token to pad with")
+        tokenizer.pad_token = tokenizer.eos_token
+
+
 def _with_pooling(
     model: SentenceTransformer, pooling: str, where: str | Path
 ) -> SentenceTransformer:
@@ -99,7 +153,7 @@ def _with_pooling(
     at = next((i for i, m in enumerate(modules) if isinstance(m, Pooling)), None)
     if at is None:
         raise ValueError(f"{where}: the module stack has no Pooling module to set to {pooling!r}")
-    mode = "mean" if pooling == "mean" else "cls"
+    mode = POOLING[pooling]
     changed = modules[at].pooling_mode != mode
     if changed:
         log.warning("%s: pooling %r replaces the base's %r (train_contrastive.pooling)",

@@ -127,7 +127,11 @@ def train_method(
     # `none` with a sentence-transformers base: that base as published (its own pooling)
     as_is = spec.family == "none" and is_sentence_transformer_dir(resolved.path)
     model = build_encoder(
-        resolved.path, None if as_is else cfg["pooling"], None, cfg["freeze_embeddings"]
+        resolved.path,
+        None if as_is else cfg["pooling"],
+        None,
+        cfg["freeze_embeddings"],
+        None if as_is else cfg["dropout"],
     ).to(device)
     saved_length = model.max_seq_length  # the base's inference length: what is saved
     dev = read_sts(dev_path, cfg["dev_max_pairs"], seed)
