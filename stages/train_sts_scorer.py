@@ -14,23 +14,17 @@ from paracl.io import atomic_dir, write_json
 from paracl.models import resolve_model
 from paracl.params import ParamsError
 from paracl.roundtrip import sts_scorer
-from paracl.stage import InputError, run
+from paracl.stage import run
 
 log = logging.getLogger("train_sts_scorer")
 
 DATA = {
-    "en": (
-        sts_scorer.read_stsb,
-        {s: f"data/raw/stsbenchmark/original/sts-{s}.csv" for s in ("train", "dev", "test")},
-    ),
-    "ja": (
-        sts_scorer.read_jsts,
-        {
-            "train": "data/raw/jglue/jsts-v1.3/train-v1.3.json",
-            "dev": "data/raw/jglue/jsts-v1.3/valid-v1.3.json",
-            "test": "data/raw/jglue/jsts-v1.3/test-v1.3.json",
-        },
-    ),
+    "en": {s: f"data/raw/stsbenchmark/original/sts-{s}.csv" for s in ("train", "dev", "test")},
+    "ja": {
+        "train": "data/raw/jglue/jsts-v1.3/train-v1.3.json",
+        "dev": "data/raw/jglue/jsts-v1.3/valid-v1.3.json",
+        "test": "data/raw/jglue/jsts-v1.3/test-v1.3.json",
+    },
 }
 OUT = Path("models/sts_scorer")
 METRICS = Path("metrics/roundtrip/sts_scorer.json")
@@ -57,13 +51,7 @@ def main(params: dict) -> None:
     kind = cfg["kind"]
     if kind == "cross_encoder" and cfg["epochs"] == 0:
         raise ParamsError("'train_sts_scorer.epochs' must be > 0 for kind cross_encoder")
-    reader, files = DATA[lang]
-    try:
-        splits = {name: reader(path) for name, path in files.items()}
-    except sts_scorer.StsDataError as err:
-        raise InputError(str(err)) from None
-    except FileNotFoundError as err:
-        raise InputError(f"{err.filename}: not found (run the fetch stage)") from None
+    splits = {name: sts_scorer.read_pairs(path) for name, path in DATA[lang].items()}
     train = sts_scorer.sample_pairs(splits["train"], cfg["max_train_pairs"], params["seed"])
     resolved = resolve_model(cfg["base_model"])
     device = str(select_device(params["device"]))

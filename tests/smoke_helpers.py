@@ -10,23 +10,13 @@ from pathlib import Path
 
 import yaml
 
+from paracl.presets import deep_merge
 from paracl.testing.tiny_models import build_tiny_model
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "presets" / "smoke.yaml"
 # Directories the smoke preset names as models (relative to the project root).
 TINY_MODELS = {"gpt2": "models/tiny/gpt2", "bert": "models/tiny/bert"}
-
-
-def deep_merge(base: dict, overlay: dict) -> dict:
-    """`overlay` over `base`: mappings merge key by key, anything else (lists too) replaces."""
-    merged = dict(base)
-    for key, value in overlay.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 def apply_smoke_preset(project: Path) -> dict:

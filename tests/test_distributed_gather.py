@@ -11,10 +11,21 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from paracl.distributed.gather import global_infonce
+from paracl.distributed.gather import gather_columns
 
 WORLD = 2
 BATCH, DIM, OUT = 8, 16, 8  # global batch of 8 pairs + 8 hard negatives
+
+
+def global_infonce(
+    anchors: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    """InfoNCE over the gathered columns, as the trainer wraps every in-batch loss:
+    loss(gather_columns(reps)). Written out here so the test does not trust a library loss."""
+    reps = gather_columns([anchors, positives, negatives])
+    a = F.normalize(reps[0], dim=-1)
+    candidates = F.normalize(torch.cat(reps[1:]), dim=-1)
+    return F.cross_entropy(a @ candidates.T / temperature, torch.arange(len(a)))
 
 
 def fixed_batch() -> tuple[torch.nn.Linear, torch.Tensor]:

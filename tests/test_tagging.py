@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from paracl.errors import InputError
 from paracl.roundtrip import heatmap, tagging
 from paracl.roundtrip.tagging import bleu_tag, sim_tag
 
@@ -192,14 +193,14 @@ def test_heatmap_bins_and_min_words():
 def test_sts_readers_parse_and_name_bad_lines(tmp_path, mirror):
     from paracl.roundtrip import sts_scorer
 
-    dev = sts_scorer.read_stsb(mirror / "stsbenchmark/original/sts-dev.csv")
+    dev = sts_scorer.read_pairs(mirror / "stsbenchmark/original/sts-dev.csv")
     assert len(dev) == 1500 and 0.0 <= min(dev.score) and max(dev.score) <= 1.0
-    jsts = sts_scorer.read_jsts(mirror / "jglue/jsts-v1.3/valid-v1.3.json")
+    jsts = sts_scorer.read_pairs(mirror / "jglue/jsts-v1.3/valid-v1.3.json")
     assert len(jsts) == 1457 and max(jsts.score) <= 1.0
     bad = tmp_path / "bad.csv"
     bad.write_text("g\tf\t2012\t1\t5.0\ta\tb\ng\tf\t2012\t2\tfive\ta\tb\n")
-    with pytest.raises(sts_scorer.StsDataError, match=r"bad.csv:2: score 'five'"):
-        sts_scorer.read_stsb(bad)
+    with pytest.raises(InputError, match=r"bad.csv:2: score 'five'"):
+        sts_scorer.read_pairs(bad)
     bad.write_text("g\tf\t1\n")
-    with pytest.raises(sts_scorer.StsDataError, match=r"bad.csv:1: expected 7\+"):
-        sts_scorer.read_stsb(bad)
+    with pytest.raises(InputError, match=r"bad.csv:1: expected at least 7"):
+        sts_scorer.read_pairs(bad)

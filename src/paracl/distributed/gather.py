@@ -21,7 +21,6 @@ Outside a process group (or with one process) everything reduces to the plain lo
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 
 def world_size() -> int:
@@ -73,25 +72,3 @@ def gather_columns(reps: list[torch.Tensor]) -> list[torch.Tensor]:
     wrap any in-batch loss on embeddings (MNRL, JCSE, AMS) as loss(gather_columns(reps))
     and under DDP it trains as on one process with the global batch."""
     return [all_gather_with_grad(r) for r in reps]
-
-
-def global_infonce(
-    anchors: torch.Tensor,
-    positives: torch.Tensor,
-    negatives: torch.Tensor | None = None,
-    temperature: float = 0.05,
-) -> torch.Tensor:
-    """InfoNCE (SimCSE / JCSE Eq. 4) with in-batch negatives from all processes.
-
-    anchors[i] must match positives[i]; every other positive of the global batch, and
-    every row of the gathered `negatives` (hard negatives, e.g. JCSE's generated ones),
-    is a negative for it. Cosine similarity divided by `temperature` (as
-    sentence-transformers' MultipleNegativesRankingLoss with scale 1/τ); mean over the
-    global batch, so each process returns the same value.
-    """
-    reps = gather_columns([anchors, positives] + ([negatives] if negatives is not None else []))
-    a = F.normalize(reps[0], dim=-1)
-    c = F.normalize(torch.cat(reps[1:], dim=0), dim=-1)
-    logits = a @ c.T / temperature
-    labels = torch.arange(a.shape[0], device=a.device)
-    return F.cross_entropy(logits, labels)

@@ -28,10 +28,10 @@ from transformers import (
 )
 
 from paracl.device import autocast, seed_everything
+from paracl.errors import InputError
 from paracl.evaluation.encoder import transformer_dir
 from paracl.evaluation.metrics import METRICS, summarize_seeds
 from paracl.evaluation.tasks import TaskData
-from paracl.stage import InputError
 
 log = logging.getLogger(__name__)
 

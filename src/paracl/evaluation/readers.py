@@ -77,6 +77,15 @@ def read_stsb(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def read_sts_pairs(path: str | Path) -> pd.DataFrame:
+    """An STS file of either format the pipeline scores with: STS-B (.csv, tab-separated)
+    or JSTS (.json, JSON Lines). The one STS reader of the training dev score, the STS
+    scorer and evaluation; gold stays on the file's 0–5 scale."""
+    df = read_jglue(path) if Path(path).suffix == ".json" else read_stsb(path)
+    df["label"] = df["label"].astype(float)
+    return df
+
+
 def read_senteval_sts(input_path: str | Path, gold_path: str | Path) -> pd.DataFrame:
     """SentEval STS12–16: `s1<TAB>s2` lines aligned with one gold score per line.
 

@@ -23,7 +23,6 @@ file is read as a cross-encoder (how scorers were saved before there were two ki
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 from dataclasses import dataclass
@@ -31,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import pearsonr, spearmanr
+
+from paracl.evaluation.metrics import pearson, spearman
+from paracl.evaluation.readers import read_sts_pairs
 
 log = logging.getLogger(__name__)
 
@@ -59,48 +60,13 @@ class StsPairs:
         return list(zip(self.first, self.second, strict=True))
 
 
-class StsDataError(ValueError):
-    """A line of an STS file cannot be parsed; the message names file and line."""
-
-
-def read_stsb(path: str | Path) -> StsPairs:
-    """STS Benchmark (original release): tab-separated, 7+ fields, score in field 5 (0–5)."""
-    path = Path(path)
-    a, b, s = [], [], []
-    with open(path, encoding="utf-8", newline="") as f:
-        for lineno, row in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
-            if not row:
-                continue
-            if len(row) < 7:
-                raise StsDataError(
-                    f"{path}:{lineno}: expected 7+ tab-separated fields, got {len(row)}"
-                )
-            try:
-                score = float(row[4])
-            except ValueError:
-                raise StsDataError(f"{path}:{lineno}: score {row[4]!r} is not a number") from None
-            a.append(row[5])
-            b.append(row[6])
-            s.append(score / 5.0)
-    return StsPairs(a, b, s)
-
-
-def read_jsts(path: str | Path) -> StsPairs:
-    """JSTS (JGLUE): JSON Lines with sentence1, sentence2 and a float label 0–5."""
-    path = Path(path)
-    a, b, s = [], [], []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                a.append(obj["sentence1"])
-                b.append(obj["sentence2"])
-                s.append(float(obj["label"]) / 5.0)
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
-                raise StsDataError(f"{path}:{lineno}: not a JSTS record: {err}") from None
-    return StsPairs(a, b, s)
+def read_pairs(path: str | Path) -> StsPairs:
+    """STS-B (.csv) or JSTS (.json) pairs, gold divided by 5 (the scorer's [0, 1] scale).
+    Bad lines raise InputError naming the file and the line (evaluation.readers)."""
+    df = read_sts_pairs(path)
+    return StsPairs(
+        df["sentence1"].tolist(), df["sentence2"].tolist(), (df["label"] / 5.0).tolist()
+    )
 
 
 def sample_pairs(pairs: StsPairs, n: int | None, seed: int) -> StsPairs:
@@ -124,8 +90,8 @@ def correlations(pred: np.ndarray, gold: list[float]) -> dict:
     ×100 (SIM points): how far the score is from gold/5, i.e. how trustworthy SIM bins are."""
     pred = np.asarray(pred, dtype=np.float64)
     return {
-        "pearson": float(pearsonr(pred, gold)[0] * 100),
-        "spearman": float(spearmanr(pred, gold)[0] * 100),
+        "pearson": pearson(pred, gold),
+        "spearman": spearman(pred, gold),
         "mae": float(np.mean(np.abs(pred - np.asarray(gold))) * 100),
     }
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from paracl.errors import InputError
 from paracl.io import ArtifactError, read_parquet
-from paracl.stage import InputError
 
 COLUMNS = ["anchor", "positive", "negative"]
 

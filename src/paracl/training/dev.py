@@ -7,48 +7,29 @@ setting SimCSE selects its checkpoints with.
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
-from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 
-from paracl.io import ArtifactError
-from paracl.stage import InputError
+from paracl.errors import InputError
+from paracl.evaluation.metrics import spearman
+from paracl.evaluation.readers import read_sts_pairs
 
 
 def read_sts(
     path: str | Path, max_pairs: int | None = None, seed: int = 0
 ) -> tuple[list[str], list[str], np.ndarray]:
     """(sentences1, sentences2, gold) from STS-B .csv / JSTS .json; a seeded sample if asked."""
-    path = Path(path)
-    if not path.exists():
-        raise ArtifactError(f"{path}: STS dev file not found (run the fetch stage)")
-    s1, s2, gold = [], [], []
-    with path.open(encoding="utf-8") as f:
-        if path.suffix == ".json":
-            for line in f:
-                if line.strip():
-                    row = json.loads(line)
-                    s1.append(row["sentence1"])
-                    s2.append(row["sentence2"])
-                    gold.append(float(row["label"]))
-        else:
-            for no, cells in enumerate(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE), 1):
-                if len(cells) < 7:
-                    raise InputError(f"{path}:{no}: expected 7 tab-separated STS-B fields")
-                s1.append(cells[5])
-                s2.append(cells[6])
-                gold.append(float(cells[4]))
+    df = read_sts_pairs(path)
+    s1, s2, gold = df["sentence1"].tolist(), df["sentence2"].tolist(), df["label"].to_numpy()
     if len(gold) < 2:
         raise InputError(f"{path}: fewer than 2 STS pairs")
     if max_pairs is not None and len(gold) > max_pairs:
         keep = np.sort(np.random.default_rng(seed).choice(len(gold), max_pairs, replace=False))
-        return [s1[i] for i in keep], [s2[i] for i in keep], np.asarray(gold)[keep]
-    return s1, s2, np.asarray(gold)
+        return [s1[i] for i in keep], [s2[i] for i in keep], gold[keep]
+    return s1, s2, gold
 
 
 @torch.inference_mode()
@@ -73,4 +54,4 @@ def sts_spearman(model: SentenceTransformer, data: tuple, batch_size: int = 128)
     )
     model.train(was_training)
     cos = (e1 * e2).sum(-1).float().cpu().numpy()
-    return float(spearmanr(cos, gold).statistic * 100)
+    return spearman(cos, gold)

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 
 from paracl.device import autocast
-from paracl.stage import InputError
+from paracl.errors import InputError
 from paracl.training.losses.ebsim_triplet import EbsimTripletLoss
 
 log = logging.getLogger(__name__)

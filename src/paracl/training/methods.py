@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from paracl.device import seed_everything
+from paracl.errors import InputError
 from paracl.io import read_parquet
 from paracl.models import resolve_model
 from paracl.params import ParamsError
-from paracl.stage import InputError
 from paracl.training import objectives, parallel
 from paracl.training.card import model_card
 from paracl.training.checkpoint import Checkpoint
