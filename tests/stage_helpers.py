@@ -1,12 +1,16 @@
-"""What the stage tests share: a stage script loaded as a module, and a crashed run
-followed by its resume."""
+"""What the stage tests share: a stage script loaded as a module, a crashed run followed
+by its resume, and dvc.yaml's stages expanded as dvc expands them."""
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
+import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -19,6 +23,17 @@ def load_stage(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def run_main(name: str, params: dict, *args: str) -> None:
+    """stages/<name>.py's main(params) in this process, with the command-line arguments
+    `python stages/<name>.py args…` would give it."""
+    argv = sys.argv
+    sys.argv = [f"stages/{name}.py", *args]
+    try:
+        load_stage(name).main(params)
+    finally:
+        sys.argv = argv
 
 
 def crash_then_resume(
@@ -54,3 +69,59 @@ def crash_then_resume(
     finally:
         setattr(owner, fn_name, real)
     return calls
+
+
+# --- dvc.yaml with foreach/matrix expanded, as dvc names and resolves its stages --------
+
+_VAR = re.compile(r"\$\{\s*([^}]+?)\s*\}")
+
+
+def lookup(context: dict[str, Any], dotted: str) -> Any:
+    """`context["a"]["b"]` for "a.b" (a dvc.yaml params reference)."""
+    value: Any = context
+    for part in dotted.split("."):
+        value = value[part]
+    return value
+
+
+def _interpolate(node: Any, context: dict[str, Any]) -> Any:
+    """DVC's `${...}` substitution: a whole-string reference keeps its value's type."""
+    if isinstance(node, str):
+        whole = _VAR.fullmatch(node)
+        if whole:
+            return lookup(context, whole.group(1))
+        return _VAR.sub(lambda m: str(lookup(context, m.group(1))), node)
+    if isinstance(node, list):
+        return [_interpolate(v, context) for v in node]
+    if isinstance(node, dict):
+        return {_interpolate(k, context): _interpolate(v, context) for k, v in node.items()}
+    return node
+
+
+def expand_stages(pipeline: dict, params: dict) -> dict[str, dict]:
+    """Concrete stages as dvc names them (`train_contrastive@ppdb`, `evaluate@none-stsb`),
+    values from `params`."""
+    stages: dict[str, dict] = {}
+    for name, stage in pipeline["stages"].items():
+        if "foreach" in stage:
+            items = _interpolate(stage["foreach"], params)
+            pairs = items.items() if isinstance(items, dict) else ((i, i) for i in items)
+            for key, item in pairs:
+                ctx = params | {"key": key, "item": item}
+                stages[f"{name}@{key}"] = _interpolate(stage["do"], ctx)
+        elif "matrix" in stage:
+            axes = {k: _interpolate(v, params) for k, v in stage["matrix"].items()}
+            body = {k: v for k, v in stage.items() if k != "matrix"}
+            for combo in itertools.product(*axes.values()):
+                item = dict(zip(axes, combo, strict=True))
+                stages[f"{name}@{'-'.join(map(str, combo))}"] = _interpolate(
+                    body, params | {"item": item}
+                )
+        else:
+            stages[name] = stage
+    return stages
+
+
+def dep_paths(entries: list | None) -> list[str]:
+    """The paths of a stage's deps/outs list (entries may be `{path: options}`)."""
+    return [str(next(iter(e)) if isinstance(e, dict) else e) for e in entries or []]

@@ -59,7 +59,7 @@ from typing import Any
 import pytest
 import yaml
 from smoke_helpers import SMOKE, TINY_MODELS, deep_merge, smoke_project
-from stage_helpers import load_stage
+from stage_helpers import dep_paths, expand_stages, load_stage, lookup
 
 REPO = Path(__file__).resolve().parents[1]
 LANGS = ("en", "ja")
@@ -77,65 +77,17 @@ OTHER_BINARY = gzip.compress(b"id\ttext\n1\ta gzip archive where text belongs\n"
 
 # --- what each stage reads, from dvc.yaml and the params ------------------------------
 
-_VAR = re.compile(r"\$\{\s*([^}]+?)\s*\}")
-
-
-def _lookup(context: dict, dotted: str) -> Any:
-    value: Any = context
-    for part in dotted.split("."):
-        value = value[part]
-    return value
-
-
-def _interpolate(node: Any, context: dict) -> Any:
-    """DVC's `${...}`: a whole-string reference keeps its value's type."""
-    if isinstance(node, str):
-        whole = _VAR.fullmatch(node)
-        if whole:
-            return _lookup(context, whole.group(1))
-        return _VAR.sub(lambda m: str(_lookup(context, m.group(1))), node)
-    if isinstance(node, list):
-        return [_interpolate(v, context) for v in node]
-    if isinstance(node, dict):
-        return {_interpolate(k, context): _interpolate(v, context) for k, v in node.items()}
-    return node
-
-
-def expand_stages(pipeline: dict, params: dict) -> dict[str, dict]:
-    """Concrete stages as dvc names them (`train_contrastive@ppdb`, `evaluate@none-stsb`)."""
-    stages: dict[str, dict] = {}
-    for name, stage in pipeline["stages"].items():
-        if "foreach" in stage:
-            items = _interpolate(stage["foreach"], params)
-            pairs = items.items() if isinstance(items, dict) else ((i, i) for i in items)
-            for key, item in pairs:
-                stages[f"{name}@{key}"] = _interpolate(
-                    stage["do"], params | {"key": key, "item": item}
-                )
-        elif "matrix" in stage:
-            axes = {k: _interpolate(v, params) for k, v in stage["matrix"].items()}
-            body = {k: v for k, v in stage.items() if k != "matrix"}
-            combos: list[dict] = [{}]
-            for axis, values in axes.items():
-                combos = [c | {axis: v} for c in combos for v in values]
-            for item in combos:
-                label = "-".join(map(str, item.values()))
-                stages[f"{name}@{label}"] = _interpolate(body, params | {"item": item})
-        else:
-            stages[name] = stage
-    return stages
-
-
-def _paths(entries: list | None) -> list[str]:
-    return [str(next(iter(e)) if isinstance(e, dict) else e) for e in entries or []]
-
 
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def outputs(body: dict) -> list[str]:
-    return [*_paths(body.get("outs")), *_paths(body.get("metrics")), *_paths(body.get("plots"))]
+    return [
+        *dep_paths(body.get("outs")),
+        *dep_paths(body.get("metrics")),
+        *dep_paths(body.get("plots")),
+    ]
 
 
 def _strings(node: ast.AST) -> Iterator[str]:
@@ -150,7 +102,7 @@ def _strings(node: ast.AST) -> Iterator[str]:
 
 
 @cache
-def language_paths(script: str) -> dict[str, frozenset[str]]:
+def languagedep_paths(script: str) -> dict[str, frozenset[str]]:
     """Paths that the stage script's `{"en": ..., "ja": ...}` tables give each language."""
     tree = ast.parse((REPO / script).read_text())
     found: dict[str, set[str]] = {lang: set() for lang in LANGS}
@@ -187,7 +139,7 @@ def upstream(name: str, stages: dict[str, dict]) -> set[str]:
     seen: set[str] = set()
     todo = [name]
     while todo:
-        deps = _paths(stages[todo.pop()].get("deps"))
+        deps = dep_paths(stages[todo.pop()].get("deps"))
         for other, body in stages.items():
             if other not in seen and any(_within(d, o) for d in deps for o in outputs(body)):
                 seen.add(other)
@@ -199,15 +151,15 @@ def stage_inputs(name: str, stages: dict[str, dict], params: dict) -> list[str]:
     """Everything stage `name` reads (see the module docstring)."""
     body, lang = stages[name], params["lang"]
     script = body["cmd"].split()[1]
-    tables = language_paths(script)
+    tables = languagedep_paths(script)
     other = frozenset().union(*(p for k, p in tables.items() if k != lang))
-    deps = [d for d in _paths(body.get("deps")) if not d.startswith(CODE)]
+    deps = [d for d in dep_paths(body.get("deps")) if not d.startswith(CODE)]
     deps = [d for d in deps if not (_names(d, other) and not _names(d, tables[lang]))]
     before = upstream(name, stages)
     configured = []
     for entry in body.get("params") or []:
         if isinstance(entry, str):
-            configured += _param_paths(_lookup(params, entry), lang)
+            configured += _param_paths(lookup(params, entry), lang)
     writer = {
         p: n
         for p in configured

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import torch
 import torch.multiprocessing as mp
-from stage_helpers import load_stage
+from stage_helpers import run_main
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = "man woman cat dog plays runs guitar field kitchen city river sea sun onion".split()
@@ -77,12 +77,7 @@ def _workdir(root: Path, model: Path) -> dict:
 
 def _run(params: dict, method: str, mini: int | None) -> None:
     params["train_contrastive"]["mini_batch_size"] = mini
-    argv = sys.argv
-    sys.argv = ["stages/train_contrastive.py", method]
-    try:
-        load_stage("train_contrastive").main(params)
-    finally:
-        sys.argv = argv
+    run_main("train_contrastive", params, method)
 
 
 def _free_port() -> int:

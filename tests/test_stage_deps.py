@@ -10,15 +10,14 @@ that editing a shared module then marks the stage changed.
 from __future__ import annotations
 
 import ast
-import itertools
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
+from stage_helpers import dep_paths
+from stage_helpers import expand_stages as expand_dvc_stages
 from test_pipeline_dvc import copy_project, dvc
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,58 +26,13 @@ PACKAGE = "paracl"
 
 # --- dvc.yaml, with foreach/matrix expanded -----------------------------------------
 
-_VAR = re.compile(r"\$\{\s*([^}]+?)\s*\}")
-
-
-def _lookup(context: dict[str, Any], dotted: str) -> Any:
-    value: Any = context
-    for part in dotted.split("."):
-        value = value[part]
-    return value
-
-
-def _interpolate(node: Any, context: dict[str, Any]) -> Any:
-    """DVC's `${...}` substitution: a whole-string reference keeps its value's type."""
-    if isinstance(node, str):
-        whole = _VAR.fullmatch(node)
-        if whole:
-            return _lookup(context, whole.group(1))
-        return _VAR.sub(lambda m: str(_lookup(context, m.group(1))), node)
-    if isinstance(node, list):
-        return [_interpolate(v, context) for v in node]
-    if isinstance(node, dict):
-        return {_interpolate(k, context): _interpolate(v, context) for k, v in node.items()}
-    return node
-
 
 def expand_stages() -> dict[str, dict]:
     """Concrete stages as `dvc status` names them (`train_contrastive@ppdb`, ...), values
     from params.yaml, so the deps of every generated stage are checked."""
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    stages: dict[str, dict] = {}
-    for name, stage in pipeline["stages"].items():
-        if "foreach" in stage:
-            items = _interpolate(stage["foreach"], params)
-            pairs = items.items() if isinstance(items, dict) else ((i, i) for i in items)
-            for key, item in pairs:
-                ctx = params | {"key": key, "item": item}
-                stages[f"{name}@{key}"] = _interpolate(stage["do"], ctx)
-        elif "matrix" in stage:
-            axes = {k: _interpolate(v, params) for k, v in stage["matrix"].items()}
-            body = {k: v for k, v in stage.items() if k != "matrix"}
-            for combo in itertools.product(*axes.values()):
-                item = dict(zip(axes, combo, strict=True))
-                stages[f"{name}@{'-'.join(map(str, combo))}"] = _interpolate(
-                    body, params | {"item": item}
-                )
-        else:
-            stages[name] = stage
-    return stages
-
-
-def _paths(entries: list | None) -> list[str]:
-    return [str(next(iter(e)) if isinstance(e, dict) else e) for e in entries or []]
+    return expand_dvc_stages(pipeline, params)
 
 
 def _within(path: str, root: str) -> bool:
@@ -254,7 +208,7 @@ def test_stage_lists_every_module_it_imports(entry: str) -> None:
     missing: set[str] = set()
     for name, stage in _by_stage()[entry]:
         script = _script(stage)
-        deps = _paths(stage.get("deps"))
+        deps = dep_paths(stage.get("deps"))
         assert script in deps, f"{name}: its own script {script} is not a dep"
         needed = (str(p.relative_to(REPO)) for p in import_closure(REPO / script))
         missing |= {f for f in needed if not any(_within(f, d) for d in deps)}
@@ -273,13 +227,13 @@ def test_stage_deps_exist_or_are_stage_outputs(entry: str) -> None:
         path
         for stage in STAGES.values()
         for key in ("outs", "metrics", "plots")
-        for path in _paths(stage.get(key))
+        for path in dep_paths(stage.get(key))
     ]
     absent = sorted(
         {
             dep
             for _, stage in _by_stage()[entry]
-            for dep in _paths(stage.get("deps"))
+            for dep in dep_paths(stage.get("deps"))
             if not (REPO / dep).exists()
             and not any(_within(dep, out) or _within(out, dep) for out in outputs)
         }

@@ -19,7 +19,7 @@ import pytest
 import torch
 import yaml
 from smoke_helpers import SMOKE, deep_merge
-from stage_helpers import load_stage
+from stage_helpers import run_main
 
 from paracl.device import seed_everything
 from paracl.params import load_params
@@ -262,12 +262,7 @@ def _workdir(root: Path, model: Path) -> dict:
 
 
 def _stage(params: dict, method: str = "jcse") -> None:
-    argv = sys.argv
-    sys.argv = ["stages/train_contrastive.py", method]
-    try:
-        load_stage("train_contrastive").main(params)
-    finally:
-        sys.argv = argv
+    run_main("train_contrastive", params, method)
 
 
 def _outputs(root: Path, method: str = "jcse") -> tuple[dict, dict, list]:
