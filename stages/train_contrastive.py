@@ -27,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from paracl.io import atomic_path, write_json
+from paracl.io import atomic_dir, atomic_path, write_json
 from paracl.models import ModelNotFoundError, resolve_model
 from paracl.params import ParamsError
 from paracl.stage import InputError, run
@@ -172,7 +172,9 @@ def _train(name: str, cfg: dict, params: dict, device, checkpoint: Checkpoint | 
     curves = Path("metrics/train") / name
     history: dict[str, list[tuple[int, float]]] = {}
 
-    with open_live(curves) as live:
+    # the curves go to a temporary directory that replaces the old ones only on success:
+    # a run that stops on a bad input (or is killed) leaves the previous curves in place
+    with atomic_dir(curves) as tmp, open_live(tmp) as live:
 
         def logger(key: str, value: float, step: int) -> None:
             history.setdefault(key, []).append((step, value))
@@ -190,7 +192,7 @@ def _train(name: str, cfg: dict, params: dict, device, checkpoint: Checkpoint | 
             logger,
             checkpoint,
         )
-        _plot(history, curves / "curves.png")
+        _plot(history, tmp / "curves.png")
     if parallel.world_size() > 1:
         metrics["processes"] = parallel.world_size()
     write_json(metrics, Path("metrics/train") / f"{name}.json")

@@ -70,7 +70,13 @@ PARAMS = "params.yaml"
 MIRROR = "$PARACL_DATA_MIRROR"
 FILE_DAMAGE = ("missing", "zero_bytes", "truncated", "other_format")
 PARAMS_DAMAGE = (*FILE_DAMAGE, "invalid_yaml", "bad_value")
-FAST_STAGES = ("fetch", "prepare_corpus", "ppdb_substitute", "rank_fluency")
+FAST_STAGES = (
+    "fetch",
+    "prepare_corpus",
+    "ppdb_substitute",
+    "rank_fluency",
+    "train_contrastive@simcse_unsup",  # a training stage: its curves must survive a failure
+)
 # Another format: text where binary is expected; a gzip archive (binary) where text is.
 OTHER_TEXT = b"id,text\n1,a CSV file where another format belongs\n"
 OTHER_BINARY = gzip.compress(b"id\ttext\n1\ta gzip archive where text belongs\n", mtime=0)
@@ -417,16 +423,21 @@ def fast_project(tmp_path_factory, mirror) -> Project:
     work = base / "project"
     work.mkdir()
     params = smoke_params()
-    params["fetch"]["sources"] = ["wiki-en", "ppdb"]
+    params["fetch"]["sources"] = ["wiki-en", "ppdb", "stsbenchmark"]
     (work / PARAMS).write_text(yaml.safe_dump(params, sort_keys=False))
     mine = private_mirror(mirror, base / "mirror", params["fetch"]["sources"])
     env = {"PARACL_DATA_MIRROR": str(mine)}
-    code, out = _in_child(
-        lambda: build_tiny_model("gpt2", work / TINY_MODELS["gpt2"]), work, env, 300
-    )
-    assert code == 0, out
+    for arch in ("gpt2", "bert"):
+        code, out = _in_child(
+            lambda arch=arch: build_tiny_model(arch, work / TINY_MODELS[arch]), work, env, 300
+        )
+        assert code == 0, out
+    subprocess.run(["git", "init", "-q"], cwd=work, check=True)  # dvclive wants a commit
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "init"], cwd=work, check=True)  # fmt: skip
+    stages = expand_stages(yaml.safe_load((REPO / "dvc.yaml").read_text()), params)
     for stage in FAST_STAGES:
-        code, out = run_fast(work, [f"stages/{stage}.py"], env)
+        code, out = run_fast(work, stages[stage]["cmd"].split()[1:], env)
         assert code == 0, out[-4000:]
     return snapshot(work, base, mine, env)
 
