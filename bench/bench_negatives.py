@@ -24,7 +24,7 @@ from paracl.device import select_device
 from paracl.negatives.chunks import load_pipeline, noun_chunk_spans
 from paracl.negatives.generate import T5Filler
 from paracl.negatives.masking import mask_spans
-from paracl.negatives.standin import build_standin_t5
+from paracl.standins import build_standin_t5
 
 MIRROR = Path(os.environ.get("PARACL_DATA_MIRROR", "../shared/data"))
 

@@ -19,8 +19,8 @@ import torch
 
 from paracl.device import select_device
 from paracl.roundtrip import sts_scorer, tagging
-from paracl.roundtrip.standin import seq2seq_model
 from paracl.roundtrip.translate import PAPER_SETTINGS, Translator, round_trip
+from paracl.standins import seq2seq_model
 
 CORPUS = Path("data/corpus/sentences.parquet")
 FALLBACK = [

@@ -106,19 +106,30 @@ def stage_params(stage: str, executor: str, workers: int, args: argparse.Namespa
     return params
 
 
+def stage_argv(stage: str) -> list[str]:
+    """`stages/<stage>.py args…` as dvc.yaml's cmd runs it (these stages have no ${})."""
+    import yaml
+
+    cmd = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"][stage]["cmd"].split()
+    return cmd[1:]
+
+
 def one_stage_run(stage: str, workdir: str, executor: str, workers: int, args) -> dict:
-    """Run stages/<stage>.py main in `workdir` (inputs already there); figures as one_run."""
+    """Run stages/<stage>.py main in `workdir` (inputs already there), with dvc.yaml's
+    paths; figures as one_run."""
     import json as _json
 
     params = stage_params(stage, executor, workers, args)
     module = _stage(stage)
+    sys.argv = stage_argv(stage)
+    metrics_path = next(a for a in reversed(sys.argv) if a.endswith(".json"))
     os.chdir(workdir)
     cpu0 = cpu_seconds()
     start = time.perf_counter()
     module.main(params)
     wall = time.perf_counter() - start
     cpu = cpu_seconds() - cpu0
-    metrics = _json.loads(Path(module.METRICS).read_text())
+    metrics = _json.loads(Path(metrics_path).read_text())
     n_in = metrics["sentences"] if stage == "ppdb_substitute" else metrics["candidates_scored"]
     return {
         "wall": wall,

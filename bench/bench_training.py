@@ -23,8 +23,8 @@ import pandas as pd
 import torch
 
 from paracl.models import resolve_model
-from paracl.training import objectives
 from paracl.training.encoder import build_encoder
+from paracl.training.losses import infonce
 from paracl.training.trainer import TrainConfig, train
 
 WORDS = (
@@ -43,7 +43,7 @@ def make_pairs(n: int, seed: int = 0) -> pd.DataFrame:
 def run_paracl(path: str, pairs: pd.DataFrame, args) -> float:
     torch.manual_seed(0)
     model = build_encoder(path, "mean", args.seq_len)
-    obj = objectives.infonce(model, 0.05, hard_negatives=False)
+    obj = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
     cfg = TrainConfig(lr=5e-5, epochs=1, batch_size=args.batch_size, seed=0)
     start = time.perf_counter()
     res = train(model, pairs, obj, cfg)

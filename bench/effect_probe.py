@@ -24,7 +24,7 @@ import torch
 
 from paracl.params import load_params
 from paracl.training.dev import read_sts, sts_spearman
-from paracl.training.methods import train_method
+from paracl.training.methods import method_spec, train_method
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,8 +68,9 @@ def main() -> None:
             t0 = time.perf_counter()
             with tempfile.TemporaryDirectory() as tmp:
                 out = Path(tmp) / method
-                metrics = train_method(method, args.input, cfg, seed, torch.device("cpu"),
-                                       out, args.dev)  # fmt: skip
+                loss = "none" if method == "none" else "infonce"
+                spec = method_spec(method, {"loss": loss, "input": args.input})
+                metrics = train_method(spec, cfg, seed, torch.device("cpu"), out, args.dev)
                 from sentence_transformers import SentenceTransformer
 
                 score = sts_spearman(SentenceTransformer(str(out), device="cpu"), test)

@@ -1,41 +1,41 @@
-"""Stage evaluate: score one encoder on one task → metrics/eval/<method>/<task>.json.
+"""Stage evaluate: score one encoder on one task.
 
-    python stages/evaluate.py <method> <task>
+    python stages/evaluate.py <method> <task> <encoder dir> <training metrics> <out.json>
 
-dvc.yaml runs it as a matrix over evaluate.methods × evaluate.tasks. The encoder is
-models/encoders/<method>/ (a sentence-transformers folder written by train_contrastive).
+dvc.yaml runs it as a matrix over the methods of train_contrastive.methods × evaluate.tasks.
+The encoder is the sentence-transformers folder train_contrastive wrote; its training
+metrics name the base model that ran (carried into the result).
 """
 
-import sys
 from pathlib import Path
 
 from paracl.device import select_device
+from paracl.errors import InputError
 from paracl.evaluation.jobs import JOBS, run_job
 from paracl.io import read_json, write_json
 from paracl.models import check_model_dir
 from paracl.params import ParamsError
-from paracl.stage import InputError, run
+from paracl.stage import args, run
 
 
 def main(params: dict) -> None:
-    if len(sys.argv) != 3:
-        raise ParamsError("usage: python stages/evaluate.py <method> <task>")
-    method, task = sys.argv[1], sys.argv[2]
-    if task not in JOBS:
-        raise ParamsError(f"evaluate: unknown task {task!r} (known: {', '.join(JOBS)})")
-    encoder = Path("models/encoders") / method
+    paths = args("method", "task", "encoder", "train_metrics", "out")
+    if paths.task not in JOBS:
+        raise ParamsError(f"evaluate: unknown task {paths.task!r} (known: {', '.join(JOBS)})")
+    encoder = Path(paths.encoder)
     if not encoder.is_dir():
         raise InputError(f"{encoder}: encoder not found (did train_contrastive write it?)")
     check_model_dir(encoder)
-    train_metrics = Path("metrics/train") / f"{method}.json"  # names the base model that ran
-    read_json(train_metrics)  # a dep like the encoder: present and readable
+    read_json(paths.train_metrics)  # a dep like the encoder: present and readable
     cfg = params["evaluate"]
     raw = Path(cfg["raw_dir"])
     if not raw.is_dir():
         raise InputError(f"evaluate.raw_dir: {raw}: not found (did the fetch stage run?)")
     device = select_device(params["device"])
-    result = run_job(method, task, encoder, cfg, params["seed"], device, train_metrics)
-    write_json(result, Path("metrics/eval") / method / f"{task}.json")
+    result = run_job(
+        paths.method, paths.task, encoder, cfg, params["seed"], device, Path(paths.train_metrics)
+    )
+    write_json(result, paths.out)
 
 
 if __name__ == "__main__":

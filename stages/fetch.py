@@ -1,14 +1,18 @@
-"""Stage fetch: raw datasets → data/raw/ (from the mirror or canonical URLs)."""
+"""Stage fetch: raw datasets → data/raw/ (from the mirror or canonical URLs).
+
+python stages/fetch.py <raw dir> <metrics.json>
+"""
 
 from paracl.fetch import fetch, resolve_mirror
 from paracl.io import write_json
-from paracl.stage import run
+from paracl.stage import args, run
 
 
 def main(params: dict) -> None:
+    paths = args("raw", "metrics")
     cfg = params["fetch"]
-    metrics = fetch(cfg["sources"], "data/raw", resolve_mirror(cfg["mirror"]))
-    write_json(metrics, "metrics/fetch.json")
+    metrics = fetch(cfg["sources"], paths.raw, resolve_mirror(cfg["mirror"]))
+    write_json(metrics, paths.metrics)
 
 
 if __name__ == "__main__":

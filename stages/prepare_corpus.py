@@ -1,4 +1,9 @@
-"""Stage prepare_corpus: data/raw/<wiki> → data/corpus/sentences.parquet + metrics."""
+"""Stage prepare_corpus: data/raw/<wiki> → the sentence corpus + metrics.
+
+    python stages/prepare_corpus.py <corpus out> <metrics.json>
+
+The source is `prepare_corpus.input[lang]` (a path under data/raw).
+"""
 
 import logging
 import time
@@ -6,25 +11,23 @@ import time
 from paracl.corpus.pipeline import CorpusConfig, cache_key, default_workers, prepare_corpus
 from paracl.distributed.shards import ShardCache
 from paracl.io import write_json
-from paracl.stage import run
-
-OUT = "data/corpus/sentences.parquet"
-METRICS = "metrics/corpus.json"
+from paracl.stage import args, run
 
 
 def main(params: dict) -> None:
+    paths = args("corpus", "metrics")
     cfg = CorpusConfig.from_params(params)
     section = params["prepare_corpus"]
     executor = params["executor"]
     # local: never more processes than cores; ray: tasks in flight on the cluster
     workers = default_workers(section["workers"]) if executor == "local" else section["workers"]
     start = time.perf_counter()
-    # Finished shards go to data/corpus/sentences.parquet.partial-<key>/ as they are
-    # consumed: an interrupted run resumes from them (same bytes as a clean run).
-    cache = ShardCache(OUT, cache_key(cfg, section["shard_size"]))
+    # Finished shards go to <corpus>.partial-<key>/ as they are consumed: an
+    # interrupted run resumes from them (same bytes as a clean run).
+    cache = ShardCache(paths.corpus, cache_key(cfg, section["shard_size"]))
     metrics = prepare_corpus(
         cfg,
-        OUT,
+        paths.corpus,
         workers=workers,
         shard_size=section["shard_size"],
         executor=executor,
@@ -32,13 +35,13 @@ def main(params: dict) -> None:
         cache=cache,
     )
     # Metrics hold no timings or worker counts: same params, same bytes.
-    write_json(metrics, METRICS)
+    write_json(metrics, paths.metrics)
     cache.remove()
     logging.getLogger("prepare_corpus").info(
         "%d sentences (%s) -> %s in %.1f s with %d %s worker(s)",
         metrics["kept"],
         cfg.lang,
-        OUT,
+        paths.corpus,
         time.perf_counter() - start,
         workers,
         executor,

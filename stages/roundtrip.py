@@ -1,120 +1,57 @@
-"""Stage roundtrip: corpus sentences → data/roundtrip/candidates.parquet (shard directory).
+"""Stage roundtrip: corpus sentences → round-trip translation candidates (a shard directory).
 
-Runs through paracl.distributed.sharded.map_shards: on `executor: ray` each of
-`model_workers` Ray actors loads both translators once (stand-ins are built inside the
-actor, deterministically) and translates whole shards; locally one in-process worker
-does. The seeded `max_sentences` sample is drawn on the driver from the id column
-alone, then (id, text) is streamed: the driver holds the corpus ids while drawing,
-then the picked ids and the shards in flight, never the corpus text. Sentences keep
-corpus order; shard i holds sentences [i × shard_size, (i + 1) × shard_size) of the
-sample, so the output bytes depend on shard_size but not on the engine or workers.
+    python stages/roundtrip.py CORPUS CANDIDATES METRICS
+
+Each sampled sentence is translated to the pivot language and back with every decoding
+setting in each direction (paper §3.2: 2 × 2 = 4 candidates a sentence), shard by shard
+(resumable; Ray actors on `executor: ray`, each loading both translators once); see
+paracl.roundtrip.translate.
 """
 
 import logging
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import pandas as pd
-
-from paracl import schemas
 from paracl.device import seed_everything, select_device
-from paracl.distributed.sharded import Engine, map_shards, stream_shards
-from paracl.io import fingerprint, input_checksum, write_json
-from paracl.params import ParamsError
-from paracl.roundtrip.standin import describe
-from paracl.roundtrip.translate import Sampling, init_worker, round_trip_shard
-from paracl.sampling import iter_sample
-from paracl.stage import run
+from paracl.io import write_json
+from paracl.roundtrip import translate
+from paracl.stage import args, run
+from paracl.standins import describe
 
 log = logging.getLogger("roundtrip")
 
-CORPUS = Path("data/corpus/sentences.parquet")
-OUT = Path("data/roundtrip/candidates.parquet")
-METRICS = Path("metrics/roundtrip/roundtrip.json")
-
-
-def settings(cfg: dict) -> list[Sampling]:
-    if cfg["mode"] == "greedy":
-        return [Sampling()]
-    if len(cfg["top_k"]) != len(cfg["temperature"]) or not cfg["top_k"]:
-        raise ParamsError(
-            "params.yaml: 'roundtrip.top_k' and 'roundtrip.temperature' must be non-empty "
-            f"lists of equal length (pairs), got {cfg['top_k']} and {cfg['temperature']}"
-        )
-    return [Sampling(k, float(t)) for k, t in zip(cfg["top_k"], cfg["temperature"], strict=True)]
-
 
 def main(params: dict) -> None:
-    cfg = params["roundtrip"]
-    seed = params["seed"]
+    paths = args("corpus", "candidates", "metrics")
+    cfg, seed = params["roundtrip"], params["seed"]
     seed_everything(seed)
-    decoding = settings(cfg)
-    fwd_desc = describe(cfg["forward_model"], seed=0)
-    bwd_desc = describe(cfg["backward_model"], seed=1)
-    decode = {
-        "batch_size": cfg["batch_size"],
-        "max_new_tokens": cfg["max_new_tokens"],
-        "length_ratio": cfg["length_ratio"],
-        "num_beams": cfg["num_beams"],
+    settings = translate.decoding_settings(cfg)
+    models = {
+        "forward_model": describe(cfg["forward_model"], seed=0),
+        "backward_model": describe(cfg["backward_model"], seed=1),
     }
-    key = fingerprint(cfg, seed, params["lang"], input_checksum(CORPUS))
-    n_sentences = 0
-
-    def shards() -> Iterator[pd.DataFrame]:
-        nonlocal n_sentences
-        for shard in stream_shards(
-            iter_sample(CORPUS, cfg["max_sentences"], seed), cfg["shard_size"]
-        ):
-            n_sentences += len(shard)
-            yield shard
-
     started = time.perf_counter()
-    manifest = map_shards(
-        round_trip_shard,
-        shards(),
-        out=OUT,
-        schema=schemas.ROUNDTRIP_CANDIDATES,
-        key=key,
-        engine=Engine.from_params(params),
-        metadata={"params": cfg, "forward_model": fwd_desc, "backward_model": bwd_desc},
-        model=True,
-        init=init_worker,
-        init_args=(
-            cfg["forward_model"],
-            cfg["backward_model"],
-            cfg["src_lang_code"],
-            cfg["pivot_lang_code"],
-            params["device"],
-            decoding,
-            seed,
-            decode,
-        ),
-        desc="roundtrip shards",
+    manifest, n_sentences = translate.round_trip_sharded(
+        paths.corpus, paths.candidates, params, models
     )
     seconds = time.perf_counter() - started
-    stand_in = fwd_desc["stand_in"] or bwd_desc["stand_in"]
+    stand_in = any(m["stand_in"] for m in models.values())
     write_json(
         {
-            "forward_model": fwd_desc,
-            "backward_model": bwd_desc,
+            **models,
             "stand_in": stand_in,
             "mode": cfg["mode"],
-            "settings": [s.name for s in decoding],
+            "settings": [s.name for s in settings],
             "n_sentences": n_sentences,
             "n_candidates": manifest["rows"],
-            "candidates_per_sentence": len(decoding) ** 2,
+            "candidates_per_sentence": len(settings) ** 2,
             "n_shards": len(manifest["shards"]),
             "device": select_device(params["device"]).type,
         },
-        METRICS,
+        paths.metrics,
     )
+    note = " (STAND-IN model: outputs are noise)" if stand_in else ""
     log.info(
-        "%d sentences → %d candidates in %.1f s%s",
-        n_sentences,
-        manifest["rows"],
-        seconds,
-        " (STAND-IN model: outputs are noise)" if stand_in else "",
+        "%d sentences → %d candidates in %.1f s%s", n_sentences, manifest["rows"], seconds, note
     )
 
 

@@ -1,22 +1,27 @@
-"""Stage summary: metrics/eval/*/*.json → metrics/summary.json + metrics/summary.md."""
+"""Stage summary: the Table-3-style summary of every evaluation job.
+
+    python stages/summary.py <metrics/eval dir> <summary.json> <summary.md>
+
+Rows: the methods of train_contrastive.methods; columns: evaluate.tasks, then Avg.
+"""
 
 from pathlib import Path
 
 from paracl.evaluation.summary import build_summary, load_results, to_markdown
 from paracl.io import ArtifactError, atomic_path, write_json
-from paracl.stage import run
-
-EVAL = Path("metrics/eval")
+from paracl.stage import args, run
 
 
 def main(params: dict) -> None:
-    ev, cfg = params["evaluate"], params["summary"]
-    if not EVAL.is_dir():  # one missing job is an n/a cell; no job at all is an error
-        raise ArtifactError(f"{EVAL}: not found (did the evaluate stage run?)")
-    results = load_results(EVAL, ev["methods"], ev["tasks"])
-    summary = build_summary(results, ev["tasks"], cfg["avg_over"])
-    write_json(summary, "metrics/summary.json")
-    with atomic_path("metrics/summary.md") as tmp:
+    paths = args("eval_dir", "json", "markdown")
+    methods, tasks = list(params["train_contrastive"]["methods"]), params["evaluate"]["tasks"]
+    cfg = params["summary"]
+    if not Path(paths.eval_dir).is_dir():  # one missing job is an n/a cell; none is an error
+        raise ArtifactError(f"{paths.eval_dir}: not found (did the evaluate stage run?)")
+    results = load_results(Path(paths.eval_dir), methods, tasks)
+    summary = build_summary(results, tasks, cfg["avg_over"])
+    write_json(summary, paths.json)
+    with atomic_path(paths.markdown) as tmp:
         tmp.write_text(to_markdown(summary, cfg["decimals"]), encoding="utf-8")
 
 

@@ -36,6 +36,25 @@ def run_main(name: str, params: dict, *args: str) -> None:
         sys.argv = argv
 
 
+def stage_argv(stage: str, params: dict) -> list[str]:
+    """`python stages/x.py args…` of dvc.yaml stage `stage` (`tag`, `train_contrastive@ppdb`)
+    with `params`, as dvc would run it; sections `params` lacks (a test's own params
+    may hold only its stage's) come from params.yaml, as the other stages need them."""
+    import yaml
+
+    pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))
+    defaults = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    cmd = expand_stages(pipeline, defaults | params)[stage]["cmd"].split()
+    assert cmd[0] == "python" and cmd[1].startswith("stages/"), cmd
+    return cmd[1:]
+
+
+def run_stage(stage: str, params: dict) -> None:
+    """dvc.yaml stage `stage` in this process (cwd: the project), its paths from dvc.yaml."""
+    script, *args = stage_argv(stage, params)
+    run_main(Path(script).stem, params, *args)
+
+
 def crash_then_resume(
     owner: ModuleType,
     fn_name: str,
@@ -125,3 +144,33 @@ def expand_stages(pipeline: dict, params: dict) -> dict[str, dict]:
 def dep_paths(entries: list | None) -> list[str]:
     """The paths of a stage's deps/outs list (entries may be `{path: options}`)."""
     return [str(next(iter(e)) if isinstance(e, dict) else e) for e in entries or []]
+
+
+# --- train_contrastive.methods entries, as params.yaml and the paper presets write them --
+
+PAPER_METHODS: dict[str, dict] = {
+    "none": {"loss": "none", "input": "data/raw/stsbenchmark/sts-dev.csv"},
+    "simcse_unsup": {"loss": "infonce", "input": "data/corpus/sentences.parquet"},
+    "simcse_sup": {"loss": "infonce", "input": "data/raw/jsnli/dev.tsv", "hard_negatives": True},
+    "ppdb": {"loss": "infonce", "input": "data/ppdb/pairs.parquet"},
+    "roundtrip": {"loss": "infonce", "input": "data/roundtrip/tagged.parquet"},
+    "paraphraser": {"loss": "infonce", "input": "data/paraphraser/generated.parquet"},
+    "jcse": {"loss": "jcse", "input": "data/negatives/negatives.parquet", "alpha": 0.0},
+    "jcse_two_stage": {
+        "loss": "jcse",
+        "input": "models/encoders/jcse",
+        "data": "data/raw/jsnli/dev.tsv",
+        "alpha": 1.0,
+    },
+    "ams": {"loss": "ams", "input": "data/ppdb/pairs.parquet", "mega_batch": 20, "mine_k": 1},
+    "ebsim": {"loss": "ebsim", "input": "data/corpus/sentences.parquet"},
+    "ebsim_no_aa": {"loss": "ebsim", "input": "data/corpus/sentences.parquet", "aspects": ["ra"]},
+}
+
+
+def methods(*names: str, **inputs: str) -> dict[str, dict]:
+    """Entries for `names` (the papers' methods), with `name=path` replacing an input."""
+    entries = {n: dict(PAPER_METHODS[n]) for n in names}
+    for name, path in inputs.items():
+        entries[name]["input"] = path
+    return entries

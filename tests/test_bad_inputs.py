@@ -108,9 +108,15 @@ def _strings(node: ast.AST) -> Iterator[str]:
 
 
 @cache
-def languagedep_paths(script: str) -> dict[str, frozenset[str]]:
-    """Paths that the stage script's `{"en": ..., "ja": ...}` tables give each language."""
+def languagedep_paths(cmd: str) -> dict[str, frozenset[str]]:
+    """Paths that the stage script's `{"en": ..., "ja": ...}` tables give each language:
+    path strings, or `paths.<name>` for the cmd argument that `args(...)` names so."""
+    script, *argv = cmd.split()[1:]
     tree = ast.parse((REPO / script).read_text())
+    named: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "args":
+            named = dict(zip((a.value for a in node.args), argv, strict=False))
     found: dict[str, set[str]] = {lang: set() for lang in LANGS}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Dict):
@@ -120,6 +126,11 @@ def languagedep_paths(script: str) -> dict[str, frozenset[str]]:
             continue
         for key, value in zip(keys, node.values, strict=True):
             found[key].update(s for s in _strings(value) if "/" in s)
+            found[key].update(
+                named[n.attr]
+                for n in ast.walk(value)
+                if isinstance(n, ast.Attribute) and n.attr in named
+            )
     return {lang: frozenset(paths) for lang, paths in found.items()}
 
 
@@ -156,8 +167,7 @@ def upstream(name: str, stages: dict[str, dict]) -> set[str]:
 def stage_inputs(name: str, stages: dict[str, dict], params: dict) -> list[str]:
     """Everything stage `name` reads (see the module docstring)."""
     body, lang = stages[name], params["lang"]
-    script = body["cmd"].split()[1]
-    tables = languagedep_paths(script)
+    tables = languagedep_paths(body["cmd"])
     other = frozenset().union(*(p for k, p in tables.items() if k != lang))
     deps = [d for d in dep_paths(body.get("deps")) if not d.startswith(CODE)]
     deps = [d for d in deps if not (_names(d, other) and not _names(d, tables[lang]))]

@@ -15,14 +15,15 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from stage_helpers import stage_argv
 
 from paracl import schemas
 from paracl.corpus import pipeline
 from paracl.corpus.pipeline import CorpusConfig, prepare_corpus, split_shard
 from paracl.corpus.readers import Document
+from paracl.errors import InputError
 from paracl.io import read_parquet
 from paracl.params import ParamsError
-from paracl.stage import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -207,8 +208,9 @@ def _run_stage(workdir: Path, **section) -> subprocess.CompletedProcess:
     params["prepare_corpus"].update(section)
     (workdir / "params.yaml").write_text(yaml.safe_dump(params))
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    script, *paths = stage_argv("prepare_corpus", params)
     return subprocess.run(
-        [sys.executable, str(REPO / "stages" / "prepare_corpus.py")],
+        [sys.executable, str(REPO / script), *paths],
         cwd=workdir,
         env=env,
         capture_output=True,

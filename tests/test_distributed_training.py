@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import torch
 import torch.multiprocessing as mp
-from stage_helpers import run_main
+from stage_helpers import methods, run_stage, stage_argv
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = "man woman cat dog plays runs guitar field kitchen city river sea sun onion".split()
@@ -65,19 +65,14 @@ def _workdir(root: Path, model: Path) -> dict:
     # 12 examples in global batches of 5: 5, 5, 2 -> ranks hold 2+3, 2+3, 1+1 rows
     cfg.update(base_model=str(model), max_examples=None, batch_size=5, epochs=2, lr=1e-3)
     cfg.update(patience=1, processes=1, dev_max_pairs=None)
-    cfg["methods"] = {
-        "ppdb": "data/ppdb/pairs.parquet",
-        "jcse": "data/negatives/negatives.parquet",
-        "ams": "data/ppdb/pairs.parquet",
-        "ebsim": "data/corpus/sentences.parquet",
-    }
-    cfg["ams"].update(mega_batch=2, mine_k=1)
+    cfg["methods"] = methods("ppdb", "jcse", "ams", "ebsim")
+    cfg["methods"]["ams"].update(mega_batch=2, mine_k=1)
     return params
 
 
 def _run(params: dict, method: str, mini: int | None) -> None:
     params["train_contrastive"]["mini_batch_size"] = mini
-    run_main("train_contrastive", params, method)
+    run_stage(f"train_contrastive@{method}", params)
 
 
 def _free_port() -> int:
@@ -177,7 +172,7 @@ def test_processes_param_relaunches_under_torchrun(tmp_path, no_dropout_bert):
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "LOCAL_RANK")}
     subprocess.run(
-        [sys.executable, str(REPO / "stages/train_contrastive.py"), "ppdb"],
+        [sys.executable, *stage_argv("train_contrastive@ppdb", params)],
         cwd=tmp_path,
         env=env,
         check=True,

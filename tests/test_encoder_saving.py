@@ -18,6 +18,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
+from stage_helpers import methods
 
 from paracl.evaluation import jobs
 from paracl.evaluation.encoder import EmbeddingCache
@@ -25,7 +26,7 @@ from paracl.evaluation.metrics import spearman
 from paracl.params import load_params
 from paracl.training.dev import read_sts, sts_spearman
 from paracl.training.encoder import POOLING, build_encoder, embed, truncation
-from paracl.training.methods import train_method
+from paracl.training.methods import method_spec, train_method
 
 REPO = Path(__file__).resolve().parents[1]
 CPU = torch.device("cpu")
@@ -83,7 +84,14 @@ def _train(method: str, base: Path, input_path: str, dev: str, out: Path, **cfg)
     params = load_params(REPO / "params.yaml")["train_contrastive"]
     params.update(base_model=str(base), max_examples=None, batch_size=4, epochs=1, lr=1e-3)
     params.update(max_seq_length=TRAIN_LENGTH, dev_max_pairs=None, **cfg)
-    return train_method(method, input_path, params, 0, CPU, out, dev)
+    return train_method(
+        method_spec(method, methods(method, **{method: input_path})[method]),
+        params,
+        0,
+        CPU,
+        out,
+        dev,
+    )
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -236,7 +244,7 @@ def test_minilm_none_scores_as_published(mirror, tmp_path, monkeypatch):
     out = tmp_path / "none"
     cfg = load_params(REPO / "params.yaml")["train_contrastive"]
     cfg.update(base_model=base_id)
-    train_method("none", str(dev), cfg, 0, CPU, out, str(dev))
+    train_method(method_spec("none", methods("none")["none"]), cfg, 0, CPU, out, str(dev))
 
     test = readers.read_stsb(mirror / "stsbenchmark" / "sts-test.csv")
     assert len(test) == 1379

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from stage_helpers import load_stage
+from stage_helpers import load_stage, run_stage
 
 from paracl.evaluation.encoder import EmbeddingCache, load_encoder
 from paracl.evaluation.finetune import FinetuneConfig, finetune_task
@@ -140,20 +140,21 @@ def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):
     (tmp_path / "metrics/train").mkdir(parents=True)
     (tmp_path / "metrics/train/none.json").write_text('{"model": {"id": "tiny/bert"}}')
     monkeypatch.chdir(tmp_path)
-    evaluate = load_stage("evaluate")
-    for task in ("stsb", "snli"):
-        monkeypatch.setattr(sys, "argv", ["evaluate.py", "none", task])
-        evaluate.main(load_params())
+    params = load_params()
+    params["evaluate"]["tasks"] = ["stsb", "snli"]
+    for task in params["evaluate"]["tasks"]:
+        run_stage(f"evaluate@none-{task}", params)
     stsb = json.loads((tmp_path / "metrics/eval/none/stsb.json").read_text())
     assert stsb["official_split"] is True
     assert stsb["encoder"]["base_model"]["id"] == "tiny/bert"  # from the training metrics
     snli = json.loads((tmp_path / "metrics/eval/none/snli.json").read_text())
     assert snli["score"] is None and "not in the offline mirror" in snli["skipped"]
-    monkeypatch.setattr(sys, "argv", ["evaluate.py", "none", "nope"])
+    argv = ["evaluate.py", "none", "nope", "models/encoders/none", "metrics/train/none.json", "x"]
+    monkeypatch.setattr(sys, "argv", argv)
     with pytest.raises(ParamsError, match="unknown task 'nope'"):
-        evaluate.main(load_params())
+        load_stage("evaluate").main(load_params())
 
-    load_stage("summary").main(load_params())  # the params' default tasks: some not run here
+    run_stage("summary", load_params())  # the params' default tasks: some not run here
     table = (tmp_path / "metrics/summary.md").read_text()
     assert "| none |" in table and "STS-B (spearman)" in table and "- none: tiny/bert" in table
 

@@ -6,6 +6,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+from stage_helpers import stage_argv
 
 from paracl import fetch as fetch_mod
 from paracl.fetch import FetchError, SourceFile
@@ -72,8 +74,9 @@ def test_registry_matches_the_real_mirror(mirror):
 def test_fetch_stage_reports_a_bad_param_cleanly(tmp_path):
     params = (REPO / "params.yaml").read_text().replace("theta: 0.3", "theta: 1.7")
     (tmp_path / "params.yaml").write_text(params)
+    script, *paths = stage_argv("fetch", yaml.safe_load(params))
     proc = subprocess.run(
-        [sys.executable, str(REPO / "stages" / "fetch.py")],
+        [sys.executable, str(REPO / script), *paths],
         cwd=tmp_path,
         capture_output=True,
         text=True,

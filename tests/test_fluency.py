@@ -11,10 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from stage_helpers import load_stage
+from stage_helpers import run_stage
 
 from paracl import schemas
 from paracl.io import read_metadata, read_parquet, write_parquet
+from paracl.params import load_params
 from paracl.paraphrase.fluency import PerplexityScorer, length_batches
 
 REPO = Path(__file__).resolve().parents[1]
@@ -87,6 +88,7 @@ def _candidates(rows: list[tuple[str, str, str]]) -> pd.DataFrame:
 
 def _params(model: Path, max_sentences: int | None) -> dict:
     return {
+        **load_params(REPO / "params.yaml"),  # run_stage expands every dvc.yaml stage
         "seed": 0,
         "lang": "en",
         "device": "cpu",
@@ -112,7 +114,6 @@ def _write_rules() -> None:
 
 
 def test_rank_fluency_stage_keeps_lowest_perplexity(tmp_path, monkeypatch, tiny_gpt2, scorer):
-    stage = load_stage("rank_fluency")
     monkeypatch.chdir(tmp_path)
     rows = [
         ("s1", "the cat sat .", "the cat sat on the mat ."),
@@ -125,7 +126,7 @@ def test_rank_fluency_stage_keeps_lowest_perplexity(tmp_path, monkeypatch, tiny_
     cands = _candidates(rows)
     write_parquet(cands, "data/ppdb/candidates.parquet", schemas.PPDB_CANDIDATES, {"theta": 0.3})
     _write_rules()
-    stage.main(_params(tiny_gpt2, max_sentences=2))
+    run_stage("rank_fluency", _params(tiny_gpt2, max_sentences=2))
     pairs = read_parquet("data/ppdb/pairs.parquet", schemas.PPDB_PAIRS)
     ppl = scorer.score([r[2] for r in rows])
     assert pairs.id.tolist() == ["s1", "s2"]  # s3 is beyond max_sentences
@@ -141,12 +142,11 @@ def test_rank_fluency_stage_keeps_lowest_perplexity(tmp_path, monkeypatch, tiny_
 
 
 def test_rank_fluency_stage_empty_candidates(tmp_path, monkeypatch, tiny_gpt2):
-    stage = load_stage("rank_fluency")
     monkeypatch.chdir(tmp_path)
     empty = pd.DataFrame(columns=schemas.PPDB_CANDIDATES.names)
     write_parquet(empty, "data/ppdb/candidates.parquet", schemas.PPDB_CANDIDATES)
     _write_rules()
-    stage.main(_params(tiny_gpt2, max_sentences=None))
+    run_stage("rank_fluency", _params(tiny_gpt2, max_sentences=None))
     assert len(read_parquet("data/ppdb/pairs.parquet", schemas.PPDB_PAIRS)) == 0
     metrics = json.loads(Path("metrics/ppdb.json").read_text())
     assert metrics["pairs"] == 0 and "no candidates" in metrics["notes"][0]

@@ -6,7 +6,7 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from paracl.negatives.adapt import AdaptConfig, adapt
 from paracl.negatives.generate import T5Filler
-from paracl.negatives.standin import build_standin_t5
+from paracl.standins import build_standin_t5
 
 CORPUS = [
     "the cat sat on the mat in the afternoon sun .",

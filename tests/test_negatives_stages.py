@@ -6,10 +6,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from stage_helpers import load_stage
+from stage_helpers import run_stage
 
 from paracl import schemas
 from paracl.io import read_metadata, read_parquet, write_parquet
+from paracl.negatives.adapt import split_dev
+from paracl.negatives.pipeline import CorruptConfig
 from paracl.params import ParamsError, load_params
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,15 +72,14 @@ def test_adapt_then_corrupt_is_reproducible(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _write_corpus()
     params = _params()
-    load_stage("adapt_t5").main(params)
+    run_stage("adapt_t5", params)
     adapt_metrics = json.loads(Path("metrics/adapt_t5.json").read_text())
     assert adapt_metrics["stand_in"] is True and adapt_metrics["adapted"] is True
     assert adapt_metrics["model"]["id"] == "tiny-random:t5"
     assert Path("metrics/adapt_t5/curve.csv").read_text().startswith("step,train_loss,dev_loss")
     assert Path("models/t5_adapted/config.json").exists()
 
-    corrupt = load_stage("corrupt")
-    corrupt.main(params)
+    run_stage("corrupt", params)
     out = Path("data/negatives/negatives.parquet")  # a shard directory + _manifest.json
     first = {p.name: p.read_bytes() for p in out.iterdir()}
     metrics = json.loads(Path("metrics/negatives.json").read_text())
@@ -86,7 +87,7 @@ def test_adapt_then_corrupt_is_reproducible(tmp_path, monkeypatch):
     rows = read_parquet("data/negatives/negatives.parquet", schemas.NEGATIVES)
     assert len(rows) == metrics["negatives"]
     assert read_metadata("data/negatives/negatives.parquet")["model"]["stand_in"] is True
-    corrupt.main(params)
+    run_stage("corrupt", params)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first
 
 
@@ -95,7 +96,7 @@ def test_adaptation_off_saves_the_base_model_and_says_so(tmp_path, monkeypatch):
     _write_corpus()
     params = _params()
     params["adapt_t5"]["enabled"] = False
-    load_stage("adapt_t5").main(params)
+    run_stage("adapt_t5", params)
     metrics = json.loads(Path("metrics/adapt_t5.json").read_text())
     assert metrics["adapted"] is False and metrics["dev_loss"] is None and metrics["steps"] == 0
     assert Path("metrics/adapt_t5/curve.csv").read_text().strip() == "step,train_loss,dev_loss"
@@ -103,10 +104,16 @@ def test_adaptation_off_saves_the_base_model_and_says_so(tmp_path, monkeypatch):
     assert info["stand_in"] is True and info["adapted"] is False
 
 
-def test_more_return_sequences_than_beams_is_a_params_error(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    _write_corpus()
-    params = _params()
-    params["corrupt"].update(num_beams=2, num_return_sequences=3)
+def test_more_return_sequences_than_beams_is_a_params_error():
+    cfg = {**_params()["corrupt"], "num_beams": 2, "num_return_sequences": 3}
     with pytest.raises(ParamsError, match="num_return_sequences"):
-        load_stage("corrupt").main(params)
+        CorruptConfig.from_params(cfg)
+    assert CorruptConfig.from_params({**cfg, "num_return_sequences": 2}).num_beams == 2
+
+
+def test_dev_split_is_seeded_and_at_most_a_tenth():
+    texts = [f"s{i}" for i in range(30)]
+    train, dev = split_dev(texts, dev_sentences=200, seed=1)
+    assert len(dev) == 3 and sorted(train + dev) == sorted(texts)
+    assert (train, dev) == split_dev(texts, dev_sentences=200, seed=1)
+    assert len(split_dev(texts[:2], dev_sentences=200, seed=1)[1]) == 1  # at least one

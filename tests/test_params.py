@@ -1,11 +1,12 @@
 """params.yaml validation: the shipped file passes; bad keys and values are named."""
 
 from pathlib import Path
+from typing import Literal
 
 import pytest
 import yaml
 
-from paracl.params import Param, ParamsError, load_params, validate
+from paracl.params import SCHEMA, ParamsError, Section, load_params, param, validate
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -48,11 +49,136 @@ def test_nested_unknown_and_missing_keys_name_the_full_path():
         validate(values)
 
 
+class Demo(Section):
+    """A section declared as a newcomer would: one field per key."""
+
+    xs: list[int] = param(min=0)
+    d: str = "x"
+    rate: float = param(0.5, min=0.0, max=1.0)
+    per_lang: dict[Literal["en", "ja"], int] = param(min=1)
+    n: int | None = None
+
+
 def test_list_items_and_defaults():
-    schema = {"xs": Param(list, item=Param(int, min=0)), "d": Param(str, default="x")}
-    assert validate({"xs": [1, 2]}, schema) == {"xs": [1, 2], "d": "x"}
+    lang = {"per_lang": {"en": 1, "ja": 2}}
+    assert validate({"xs": [1, 2], **lang}, Demo) == {
+        "xs": [1, 2],
+        "d": "x",
+        "rate": 0.5,
+        "per_lang": {"en": 1, "ja": 2},
+        "n": None,
+    }
     with pytest.raises(ParamsError, match=r"'xs\[1\]' must be int >= 0, got -1"):
-        validate({"xs": [1, -1]}, schema)
+        validate({"xs": [1, -1], **lang}, Demo)
+    with pytest.raises(ParamsError, match=r"'xs' must be list, got 3"):
+        validate({"xs": 3, **lang}, Demo)
+    assert validate({"xs": [], "rate": 1, **lang}, Demo)["rate"] == 1  # an int where a float is
+    with pytest.raises(ParamsError, match=r"'rate' must be int or float in \[0.0, 1.0\], got True"):
+        validate({"xs": [], "rate": True, **lang}, Demo)
+    with pytest.raises(ParamsError, match=r"'n' must be int \(or null\), got 'a'"):
+        validate({"xs": [], "n": "a", **lang}, Demo)
+    with pytest.raises(ParamsError, match=r"'d' must be str, got null"):
+        validate({"xs": [], "d": None, **lang}, Demo)
+
+
+def test_per_language_maps_need_exactly_their_keys():
+    with pytest.raises(ParamsError, match=r"missing key 'per_lang.ja'"):
+        validate({"xs": [], "per_lang": {"en": 1}}, Demo)
+    with pytest.raises(ParamsError, match=r"unknown key 'per_lang.de' \(known here: en, ja\)"):
+        validate({"xs": [], "per_lang": {"en": 1, "ja": 1, "de": 1}}, Demo)
+    with pytest.raises(ParamsError, match=r"'per_lang.ja' must be int >= 1, got 0"):
+        validate({"xs": [], "per_lang": {"en": 1, "ja": 0}}, Demo)
+    with pytest.raises(ParamsError, match=r"'per_lang' must be a section \(a mapping\), got 5"):
+        validate({"xs": [], "per_lang": 5}, Demo)
+
+
+def test_schema_subset_checks_some_sections_alone():
+    keys = ("seed", "lang", "summary")
+    raw = shipped()
+    assert validate({k: raw[k] for k in keys}, {k: SCHEMA[k] for k in keys}) == {
+        k: raw[k] for k in keys
+    }
+
+
+def test_new_keys_and_defaults():
+    values = shipped()
+    values["generate_paraphrases"].pop("heatmap_min_words", None)
+    assert validate(values)["generate_paraphrases"]["heatmap_min_words"] == 4
+    values["generate_paraphrases"]["heatmap_min_words"] = -1
+    with pytest.raises(ParamsError, match=r"'generate_paraphrases.heatmap_min_words' must be"):
+        validate(values)
+    for gone in ("jcse", "jcse_two_stage", "ams", "ebsim"):
+        values = shipped()
+        values["train_contrastive"][gone] = {"alpha": 1.0}
+        with pytest.raises(ParamsError, match=f"unknown key 'train_contrastive.{gone}'"):
+            validate(values)
+    values = shipped()
+    values["evaluate"]["methods"] = ["none"]
+    with pytest.raises(ParamsError, match=r"unknown key 'evaluate.methods'"):
+        validate(values)
+
+
+def with_methods(methods) -> dict:
+    values = shipped()
+    values["train_contrastive"]["methods"] = methods
+    return values
+
+
+def test_method_entries_keep_their_own_params():
+    methods = {
+        "ppdb": {"loss": "infonce", "input": "data/ppdb/pairs.parquet"},
+        "ams_2": {"input": "p", "loss": "ams", "seed": 3, "margin": 0.3, "threshold": None},
+    }
+    checked = validate(with_methods(methods))["train_contrastive"]["methods"]
+    assert checked["ppdb"] == {
+        "input": "data/ppdb/pairs.parquet",
+        "loss": "infonce",
+        "data": None,
+        "seed": None,
+    }
+    assert checked["ams_2"] == {
+        "input": "p",
+        "loss": "ams",
+        "data": None,
+        "seed": 3,
+        "margin": 0.3,
+        "threshold": None,
+    }
+    assert validate(with_methods({}))["train_contrastive"]["methods"] == {}
+
+
+@pytest.mark.parametrize(
+    "methods, message",
+    [
+        (
+            {"ppdb": "data/x.parquet"},
+            "'train_contrastive.methods.ppdb' must be a section (a mapping), got 'data/x.parquet'",
+        ),
+        ({"ppdb": {"input": "x"}}, "missing key 'train_contrastive.methods.ppdb.loss'"),
+        ({"ppdb": {"loss": "infonce"}}, "missing key 'train_contrastive.methods.ppdb.input'"),
+        (
+            {"ppdb": {"loss": "infonce", "input": 3}},
+            "'train_contrastive.methods.ppdb.input' must be str, got 3",
+        ),
+        (
+            {"ppdb": {"loss": "infonce", "input": "x", "seed": -1}},
+            "'train_contrastive.methods.ppdb.seed' must be int >= 0 (or null), got -1",
+        ),
+        (
+            {"ppdb": {"loss": "infonce", "input": "x", "seed": True}},
+            "'train_contrastive.methods.ppdb.seed' must be int >= 0 (or null), got True",
+        ),
+        ({"a-b": {"loss": "none", "input": "x"}}, "'train_contrastive.methods': bad name 'a-b'"),
+        ({"": {"loss": "none", "input": "x"}}, "'train_contrastive.methods': bad name ''"),
+        ({1: {"loss": "none", "input": "x"}}, "'train_contrastive.methods': bad name 1"),
+        (["ppdb"], "'train_contrastive.methods' must be a section (a mapping), got ['ppdb']"),
+        (None, "'train_contrastive.methods' must be a section (a mapping), got None"),
+    ],
+)
+def test_bad_method_entries_are_named(methods, message):
+    with pytest.raises(ParamsError) as err:
+        validate(with_methods(methods))
+    assert message in str(err.value)
 
 
 def test_load_params_names_the_file(tmp_path):

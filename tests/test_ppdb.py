@@ -9,12 +9,21 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from stage_helpers import load_stage
+from stage_helpers import run_stage
 
 from paracl import schemas
+from paracl.errors import InputError
 from paracl.io import read_metadata, read_parquet, write_parquet
+from paracl.params import load_params
 from paracl.paraphrase.dictionaries import DictionaryError, read_dictionary
-from paracl.paraphrase.substitute import RuleIndex, align, candidates, detokenize
+from paracl.paraphrase.substitute import (
+    RuleIndex,
+    align,
+    candidates,
+    detokenize,
+    keep_rules,
+    matched_sentences,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -265,6 +274,7 @@ ENGINE = {
 
 def _params(tmp_path: Path, theta: float, lang: str = "en") -> dict:
     return {
+        **load_params(REPO / "params.yaml"),  # run_stage expands every dvc.yaml stage
         "lang": lang,
         "theta": theta,
         **ENGINE,
@@ -281,8 +291,25 @@ def _params(tmp_path: Path, theta: float, lang: str = "en") -> dict:
     }
 
 
+def test_keep_rules_is_the_theta_filter():
+    rules = pd.DataFrame({"source": ["a", "b", "c"], "target": ["x", "y", "z"]})
+    rules["prob"] = [0.3, 0.29, 1.0]
+    kept = keep_rules(rules, 0.3)
+    assert kept["source"].tolist() == ["a", "c"] and kept.index.tolist() == [0, 1]
+    assert len(keep_rules(rules, 1.01)) == 0
+
+
+def test_matched_sentences_counts_a_sentence_once_across_batches(tmp_path):
+    ids = ["s1"] * 3 + ["s2"] + ["s3"] * 2
+    frame = pd.DataFrame({"id": ids, "candidate": [str(i) for i in range(len(ids))]})
+    out = tmp_path / "cands"
+    out.mkdir()
+    frame.iloc[:4].to_parquet(out / "part-00000.parquet", row_group_size=2)
+    frame.iloc[4:].to_parquet(out / "part-00001.parquet")
+    assert matched_sentences(str(out)) == 3
+
+
 def test_ppdb_substitute_stage(tmp_path, monkeypatch):
-    ppdb_substitute = load_stage("ppdb_substitute")
     monkeypatch.chdir(tmp_path)
     _write(tmp_path, "dict.tsv", ["big\tlarge\t0.6", "dog\thound\t0.2", "bad line"])
     corpus = _corpus(
@@ -292,7 +319,7 @@ def test_ppdb_substitute_stage(tmp_path, monkeypatch):
         ]
     )
     write_parquet(corpus, "data/corpus/sentences.parquet", schemas.CORPUS)
-    ppdb_substitute.main(_params(tmp_path, 0.1))
+    run_stage("ppdb_substitute", _params(tmp_path, 0.1))
     cands = read_parquet("data/ppdb/candidates.parquet", schemas.PPDB_CANDIDATES)
     assert cands.candidate.tolist() == ["A large dog barks.", "A big hound barks."]
     assert cands.n_candidates.tolist() == [2, 2]
@@ -304,10 +331,10 @@ def test_ppdb_substitute_stage(tmp_path, monkeypatch):
     assert [s["rows"] for s in manifest["shards"]] == [2, 0]  # one sentence per shard
     assert read_metadata("data/ppdb/rules.parquet")["metrics"] == metrics
     first = Path("data/ppdb/candidates.parquet/_manifest.json").read_bytes()
-    ppdb_substitute.main(_params(tmp_path, 0.1))
+    run_stage("ppdb_substitute", _params(tmp_path, 0.1))
     assert Path("data/ppdb/candidates.parquet/_manifest.json").read_bytes() == first
 
-    ppdb_substitute.main(_params(tmp_path, 0.9))  # theta above every rule: valid, empty
+    run_stage("ppdb_substitute", _params(tmp_path, 0.9))  # theta above every rule: valid, empty
     assert len(read_parquet("data/ppdb/candidates.parquet", schemas.PPDB_CANDIDATES)) == 0
     metrics = json.loads(Path("metrics/ppdb_substitute.json").read_text())
     assert metrics["rules_kept_theta"] == 0 and "theta=0.9" in metrics["notes"][0]
@@ -315,13 +342,10 @@ def test_ppdb_substitute_stage(tmp_path, monkeypatch):
 
 
 def test_ppdb_substitute_stage_bad_dictionary(tmp_path, monkeypatch):
-    from paracl.stage import InputError
-
-    ppdb_substitute = load_stage("ppdb_substitute")
     monkeypatch.chdir(tmp_path)
     _write(tmp_path, "dict.tsv", ["only", "garbage"])
     with pytest.raises(InputError, match=r"ppdb_substitute.dictionary.en: .*dict.tsv"):
-        ppdb_substitute.main(_params(tmp_path, 0.1))
+        run_stage("ppdb_substitute", _params(tmp_path, 0.1))
 
 
 def test_dvc_theta_reruns_only_ppdb_and_downstream():

@@ -7,12 +7,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from stage_helpers import load_stage
+from stage_helpers import run_stage
 
 from paracl import schemas
 from paracl.io import read_metadata, read_parquet, write_parquet
-from paracl.params import SCHEMA, validate
-from paracl.roundtrip.translate import PAPER_SETTINGS, Sampling, Translator, round_trip
+from paracl.params import SCHEMA, ParamsError, validate
+from paracl.roundtrip.translate import (
+    PAPER_SETTINGS,
+    Sampling,
+    Translator,
+    decoding_settings,
+    round_trip,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = [
@@ -130,9 +136,8 @@ def _params(tmp_path: Path, **roundtrip) -> dict:
 def test_stage_is_resumable_and_deterministic(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_corpus(Path("data/corpus/sentences.parquet"), TEXTS)
-    stage = load_stage("roundtrip")
     params = _params(tmp_path)
-    stage.main(params)
+    run_stage("roundtrip", params)
     out = Path("data/roundtrip/candidates.parquet")
     first = read_parquet(out, schemas.ROUNDTRIP_CANDIDATES)
     assert len(first) == 4 * len(TEXTS)
@@ -161,25 +166,26 @@ def test_stage_is_resumable_and_deterministic(tmp_path, monkeypatch):
     (partial / "part-00001.parquet").unlink()
     (partial / "_manifest.json").unlink()
     shutil.rmtree(out)
-    stage.main(params)
+    run_stage("roundtrip", params)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first_bytes
 
 
 def test_stage_greedy_mode_one_candidate(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_corpus(Path("data/corpus/sentences.parquet"), TEXTS[:2])
-    load_stage("roundtrip").main(_params(tmp_path, mode="greedy"))
+    run_stage("roundtrip", _params(tmp_path, mode="greedy"))
     out = read_parquet("data/roundtrip/candidates.parquet", schemas.ROUNDTRIP_CANDIDATES)
     assert len(out) == 2 and set(out["forward"]) == {"greedy"}
 
 
-def test_stage_rejects_unpaired_settings(tmp_path, monkeypatch):
-    from paracl.params import ParamsError
-
-    monkeypatch.chdir(tmp_path)
-    write_corpus(Path("data/corpus/sentences.parquet"), TEXTS[:2])
+def test_decoding_settings_pair_top_k_with_temperature():
+    cfg = {"mode": "sample", "top_k": [20, 30], "temperature": [3.0, 2.0]}
+    assert decoding_settings(cfg) == list(PAPER_SETTINGS)
+    assert decoding_settings({**cfg, "mode": "greedy"}) == [Sampling()]
     with pytest.raises(ParamsError, match="equal length"):
-        load_stage("roundtrip").main(_params(tmp_path, top_k=[20], temperature=[3.0, 2.0]))
+        decoding_settings({**cfg, "top_k": [20]})
+    with pytest.raises(ParamsError, match="non-empty"):
+        decoding_settings({**cfg, "top_k": [], "temperature": []})
 
 
 def test_fsmt_round_trip_is_seeded(tiny_fsmt):
@@ -191,7 +197,7 @@ def test_fsmt_round_trip_is_seeded(tiny_fsmt):
 
 
 def test_standin_ids_build_and_say_so():
-    from paracl.roundtrip.standin import seq2seq_model
+    from paracl.standins import seq2seq_model
 
     with seq2seq_model("tiny-random:fsmt") as (path, desc):
         assert (path / "config.json").exists() and desc["stand_in"] is True

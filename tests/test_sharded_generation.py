@@ -10,15 +10,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-from stage_helpers import crash_then_resume, load_stage
+from stage_helpers import crash_then_resume, run_stage
 from test_paraphraser import _scorer
 from test_roundtrip import TEXTS, write_corpus
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from paracl import schemas
 from paracl.io import read_parquet
+from paracl.negatives import sharded as negatives_sharded
 from paracl.params import load_params
-from paracl.roundtrip import paraphraser
+from paracl.roundtrip import generation, paraphraser, translate
 
 REPO = Path(__file__).resolve().parents[1]
 RAY = {"executor": "ray", "model_workers": 2, "gpus_per_model_worker": 1.0}
@@ -47,20 +48,22 @@ def base_params(**sections) -> dict:
     return params
 
 
-def check_stage(stage, fn_name: str, params: dict, out: str, n_shards: int, ray) -> dict:
+def check_stage(
+    stage: str, owner, fn_name: str, params: dict, out: str, n_shards: int, ray
+) -> dict:
     """Uninterrupted bytes == resumed bytes (== Ray-actor bytes when `ray` is given, the
-    local_ray fixture); returns the uninterrupted run's snapshot."""
-    stage.main(params)
+    local_ray fixture); `owner.fn_name` is the shard function the crash is put into.
+    Returns the uninterrupted run's snapshot."""
+    run_stage(stage, params)
     local = snapshot(out)
     assert len([n for n in local if n.startswith("part-")]) == n_shards
     shutil.rmtree(out)
-    assert crash_then_resume(stage, fn_name, lambda: stage.main(params), 1, out) == list(
-        range(1, n_shards)
-    )
+    resumed = crash_then_resume(owner, fn_name, lambda: run_stage(stage, params), 1, out)
+    assert resumed == list(range(1, n_shards))
     assert snapshot(out) == local
     if ray is not None:
         shutil.rmtree(out)
-        stage.main({**params, **RAY})
+        run_stage(stage, {**params, **RAY})
         assert snapshot(out) == local
     return local
 
@@ -86,7 +89,7 @@ def test_roundtrip_resumes_and_ray_writes_the_local_bytes(tmp_path, monkeypatch,
         roundtrip={"max_sentences": 4, "shard_size": 2, "batch_size": 2, "max_new_tokens": 6}
     )
     out = "data/roundtrip/candidates.parquet"
-    check_stage(load_stage("roundtrip"), "round_trip_shard", params, out, 2, engine_fast)
+    check_stage("roundtrip", translate, "round_trip_shard", params, out, 2, engine_fast)
     rows = read_parquet(out, schemas.ROUNDTRIP_CANDIDATES)
     assert rows["id"].nunique() == 4 and len(rows) == 16  # the seeded sample, 4 candidates each
     assert json.loads(Path("metrics/roundtrip/roundtrip.json").read_text())["n_sentences"] == 4
@@ -107,11 +110,10 @@ def test_corrupt_resumes_and_ray_writes_the_local_bytes(tmp_path, monkeypatch, e
         }
     )
     out = "data/negatives/negatives.parquet"
-    stage = load_stage("corrupt")
-    check_stage(stage, "corrupt_shard", params, out, 3, engine)
+    check_stage("corrupt", negatives_sharded, "corrupt_shard", params, out, 3, engine)
     sharded = json.loads(Path("metrics/negatives.json").read_text())
     # the per-shard counts, summed, equal one shard's counts over the whole input
-    stage.main(base_params(corrupt={**params["corrupt"], "shard_size": 100}))
+    run_stage("corrupt", base_params(corrupt={**params["corrupt"], "shard_size": 100}))
     whole = json.loads(Path("metrics/negatives.json").read_text())
     assert sharded.pop("n_shards") == 3 and whole.pop("n_shards") == 1
     assert sharded == whole and whole["sentences_in"] == 5 and whole["candidates"] > 0
@@ -128,7 +130,7 @@ def test_generate_paraphrases_resumes_and_ray_writes_the_local_bytes(
     tok.save_pretrained("models/paraphraser")
     model.save_pretrained("models/paraphraser")
     info = {"trained": True, "stand_in": True, "n_train": 0}
-    Path("models/paraphraser/paracl_paraphraser.json").write_text(json.dumps(info))
+    Path("models/paraphraser", paraphraser.INFO_FILE).write_text(json.dumps(info))
     _scorer(tiny_bert, Path("models/sts_scorer"))
     params = base_params(
         generate_paraphrases={
@@ -140,7 +142,7 @@ def test_generate_paraphrases_resumes_and_ray_writes_the_local_bytes(
         }
     )
     out = "data/paraphraser/generated.parquet"
-    check_stage(load_stage("generate_paraphrases"), "generate_shard", params, out, 3, engine)
+    check_stage("generate_paraphrases", generation, "generate_shard", params, out, 3, engine)
     rows = read_parquet(out, schemas.GENERATED_PARAPHRASES)
     assert len(rows) == 2 * len(TEXTS) and rows["tags"].tolist()[:4] == [
         "<SIM95><BLEU20>",

@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from stage_helpers import crash_then_resume, load_stage
+from stage_helpers import crash_then_resume, run_stage
 
 from paracl import schemas
+from paracl.distributed.sharded import CountedShards, group_shards, prepend
 from paracl.io import ShardedWriter, read_parquet, write_parquet
-from paracl.paraphrase.shards import group_shards
+from paracl.params import load_params
+from paracl.paraphrase import fluency, substitute
+from paracl.roundtrip import scoring
 
 REPO = Path(__file__).resolve().parents[1]
 LOCAL = {
@@ -41,19 +44,30 @@ def test_group_shards_keeps_groups_whole_whatever_the_read_batches():
     expected = None
     for batch in (1, 2, 3, 5, 100):
         frames = [frame.iloc[i : i + batch] for i in range(0, len(frame), batch)]
-        counts: dict = {}
-        shards = list(group_shards(frames, 4, counts=counts))
-        cut = [s["id"].tolist() for s in shards]
+        counted = CountedShards(group_shards(frames, 4), key="id")
+        cut = [s["id"].tolist() for s in counted]
         assert cut == (expected or cut)
         expected = cut
-        assert counts == {"groups": 5, "rows": len(ids)}
+        assert (counted.groups, counted.rows) == (5, len(ids))
     assert expected == [["a"] * 3 + ["b"], ["c"] * 4, ["d"] * 2 + ["e"]]
-    capped: dict = {}
     frames = [frame.iloc[i : i + 3] for i in range(0, len(frame), 3)]
-    shards = list(group_shards(frames, 4, max_groups=3, counts=capped))
-    assert pd.concat(shards)["id"].tolist() == ["a"] * 3 + ["b"] + ["c"] * 4
-    assert capped == {"groups": 3, "rows": 8}
+    capped = CountedShards(group_shards(frames, 4, max_groups=3), key="id")
+    assert pd.concat(list(capped))["id"].tolist() == ["a"] * 3 + ["b"] + ["c"] * 4
+    assert (capped.groups, capped.rows) == (3, 8)
     assert list(group_shards([], 4)) == []
+
+
+def test_counted_shards_count_rows_and_key_runs_and_prepend_puts_back():
+    frames = [
+        pd.DataFrame({"id": ["a", "a", "b"]}),
+        pd.DataFrame({"id": []}),
+        pd.DataFrame({"id": ["b", "c"]}),
+    ]
+    shards = CountedShards(frames, key="id")
+    first = next(shards)
+    assert [len(s) for s in prepend(first, shards)] == [3, 0, 2]
+    assert (shards.groups, shards.rows, shards.shards) == (4, 5, 3)  # a run per shard
+    assert CountedShards(iter(frames)).groups == 0  # no key: rows and shards only
 
 
 # ---------------------------------------------------------------- ppdb_substitute
@@ -78,6 +92,7 @@ def _corpus(n: int) -> pd.DataFrame:
 
 def _ppdb_params(root: Path, engine: dict) -> dict:
     return {
+        **load_params(REPO / "params.yaml"),  # run_stage expands every dvc.yaml stage
         "lang": "en",
         "theta": 0.1,
         "seed": 0,
@@ -105,10 +120,9 @@ def ppdb_dir(tmp_path, monkeypatch) -> Path:
 
 
 def test_ppdb_substitute_local_and_ray_tasks_write_the_same_bytes(ppdb_dir, local_ray):
-    stage = load_stage("ppdb_substitute")
     results = {}
     for name, engine in (("local", LOCAL), ("ray", RAY)):
-        stage.main(_ppdb_params(ppdb_dir, engine))
+        run_stage("ppdb_substitute", _ppdb_params(ppdb_dir, engine))
         results[name] = (
             manifest("data/ppdb/candidates.parquet"),
             Path("metrics/ppdb_substitute.json").read_text(),
@@ -120,11 +134,12 @@ def test_ppdb_substitute_local_and_ray_tasks_write_the_same_bytes(ppdb_dir, loca
 
 
 def test_ppdb_substitute_resumes_after_a_crash(ppdb_dir):
-    stage = load_stage("ppdb_substitute")
     params = _ppdb_params(ppdb_dir, LOCAL)
-    stage.main(params)
+    run_stage("ppdb_substitute", params)
     clean = manifest("data/ppdb/candidates.parquet")
-    calls = crash_then_resume(stage, "substitute_shard", lambda: stage.main(params), 2)
+    calls = crash_then_resume(
+        substitute, "substitute_shard", lambda: run_stage("ppdb_substitute", params), 2
+    )
     assert calls == [2, 3, 4]  # shards 0 and 1 were kept
     assert manifest("data/ppdb/candidates.parquet") == clean
 
@@ -134,6 +149,7 @@ def test_ppdb_substitute_resumes_after_a_crash(ppdb_dir):
 
 def _fluency_params(model: Path, engine: dict, max_sentences: int | None = None) -> dict:
     return {
+        **load_params(REPO / "params.yaml"),  # run_stage expands every dvc.yaml stage
         "seed": 0,
         "lang": "en",
         "device": "cpu",
@@ -181,26 +197,23 @@ def write_rules() -> None:
 
 
 def test_rank_fluency_local_and_ray_actors_write_the_same_bytes(fluency_dir, tiny_gpt2, local_ray):
-    stage = load_stage("rank_fluency")
-    stage.main(_fluency_params(tiny_gpt2, LOCAL, max_sentences=7))
+    run_stage("rank_fluency", _fluency_params(tiny_gpt2, LOCAL, max_sentences=7))
     local = manifest("data/ppdb/pairs.parquet")
     pairs = read_parquet("data/ppdb/pairs.parquet", schemas.PPDB_PAIRS)
     assert pairs["id"].tolist() == [f"s{i}" for i in range(7)]  # capped on the driver
     assert [s["rows"] for s in local["shards"]] == [2, 2, 2, 1]  # 6 candidates = 2 sentences
     metrics = json.loads(Path("metrics/ppdb.json").read_text())
     assert (metrics["sentences_scored"], metrics["candidates_scored"]) == (7, 21)
-    stage.main(_fluency_params(tiny_gpt2, RAY_ACTOR, max_sentences=7))
+    run_stage("rank_fluency", _fluency_params(tiny_gpt2, RAY_ACTOR, max_sentences=7))
     assert manifest("data/ppdb/pairs.parquet") == local
     assert json.loads(Path("metrics/ppdb.json").read_text()) == metrics
 
 
 def test_rank_fluency_resumes_after_a_crash(fluency_dir, tiny_gpt2):
-    stage = load_stage("rank_fluency")
-    stage.main(_fluency_params(tiny_gpt2, LOCAL))
+    params = _fluency_params(tiny_gpt2, LOCAL)
+    run_stage("rank_fluency", params)
     clean = manifest("data/ppdb/pairs.parquet")
-    calls = crash_then_resume(
-        stage, "rank_shard", lambda: stage.main(_fluency_params(tiny_gpt2, LOCAL)), 1
-    )
+    calls = crash_then_resume(fluency, "rank_shard", lambda: run_stage("rank_fluency", params), 1)
     assert calls == [1, 2, 3]
     assert manifest("data/ppdb/pairs.parquet") == clean
 
@@ -210,6 +223,7 @@ def test_rank_fluency_resumes_after_a_crash(fluency_dir, tiny_gpt2):
 
 def _tag_params(engine: dict) -> dict:
     return {
+        **load_params(REPO / "params.yaml"),  # run_stage expands every dvc.yaml stage
         "seed": 0,
         "lang": "en",
         "device": "cpu",
@@ -261,8 +275,7 @@ def _tag_outputs() -> tuple:
 
 
 def test_tag_local_and_ray_actors_write_the_same_bytes(tag_dir, local_ray):
-    stage = load_stage("tag")
-    stage.main(_tag_params(LOCAL))
+    run_stage("tag", _tag_params(LOCAL))
     local = _tag_outputs()
     metrics = json.loads(local[2])
     assert (metrics["n_candidates"], metrics["n_empty"], metrics["n_duplicates"]) == (24, 6, 6)
@@ -271,22 +284,21 @@ def test_tag_local_and_ray_actors_write_the_same_bytes(tag_dir, local_ray):
     scored = read_parquet("data/roundtrip/scored.parquet", schemas.ROUNDTRIP_SCORED)
     assert scored["dropped"].fillna("").tolist()[:4] == ["", "empty", "duplicate", ""]
     assert scored["sim"].notna().sum() == 12
-    stage.main(_tag_params(RAY_ACTOR))
+    run_stage("tag", _tag_params(RAY_ACTOR))
     assert _tag_outputs() == local
 
 
 def test_tag_resumes_after_a_crash(tag_dir):
-    stage = load_stage("tag")
     calls = crash_then_resume(
-        stage.tagging,
+        scoring,
         "score_shard",
-        lambda: stage.main(_tag_params(LOCAL)),
+        lambda: run_stage("tag", _tag_params(LOCAL)),
         2,
         "data/roundtrip/scored.parquet",
     )
     assert calls == [2]
     resumed = _tag_outputs()
-    stage.main(_tag_params(LOCAL))
+    run_stage("tag", _tag_params(LOCAL))
     assert _tag_outputs() == resumed
 
 
@@ -302,7 +314,7 @@ def test_tag_split_and_heatmap_from_the_scored_shards(tag_dir, monkeypatch):
     from paracl.roundtrip import tagging
 
     def fake_init(scorer_path, device, batch_size, lang, heatmap_min_words):
-        tagging._WORKER.update(
+        scoring._WORKER.update(
             model=_FakeScorer(),
             model_key=("fake", device),
             batch_size=batch_size,
@@ -310,10 +322,10 @@ def test_tag_split_and_heatmap_from_the_scored_shards(tag_dir, monkeypatch):
             heatmap_min_words=heatmap_min_words,
         )
 
-    monkeypatch.setattr(tagging, "init_worker", fake_init)
+    monkeypatch.setattr(scoring, "init_worker", fake_init)
     params = _tag_params(LOCAL)
     params["tag"].update(heatmap_max_pairs=100, heatmap_min_words=0)
-    load_stage("tag").main(params)
+    run_stage("tag", params)
     scored = read_parquet("data/roundtrip/scored.parquet", schemas.ROUNDTRIP_SCORED)
     good = scored[scored["sim_tag"].notna() & scored["bleu_tag"].notna()]
     assert len(good) > 2

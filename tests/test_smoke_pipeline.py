@@ -26,18 +26,19 @@ def expected_outputs(project: Path) -> list[str]:
     """Every out/metric path of every stage (foreach/matrix expanded) in the project."""
     params = yaml.safe_load((project / "params.yaml").read_text())
     paths = []
-    for name, stage in load_stages().items():
+    for stage in load_stages().values():
         body = stage.get("do", stage)
         entries = [*(body.get("outs") or []), *(body.get("metrics") or [])]
         raw = [str(next(iter(e))) if isinstance(e, dict) else str(e) for e in entries]
         if "foreach" in stage:  # train_contrastive: one per method
-            paths += [p.replace("${key}", k) for p in raw for k in params[name]["methods"]]
+            methods = params["train_contrastive"]["methods"]
+            paths += [p.replace("${key}", k) for p in raw for k in methods]
         elif "matrix" in stage:  # evaluate: methods × tasks
             ev = params["evaluate"]
             paths += [
                 p.replace("${item.method}", m).replace("${item.task}", t)
                 for p in raw
-                for m in ev["methods"]
+                for m in params["train_contrastive"]["methods"]
                 for t in ev["tasks"]
             ]
         else:

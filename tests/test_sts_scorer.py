@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from stage_helpers import load_stage
+from test_roundtrip import run_own
 
 from paracl.params import SCHEMA, ParamsError, validate
-from paracl.roundtrip import sts_scorer, tagging
+from paracl.roundtrip import scoring, sts_scorer, tagging, text
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -135,7 +135,7 @@ def test_tag_worker_scores_either_kind_on_the_sim_scale(kind, tiny_bert, tmp_pat
     out = tmp_path / "scorer"
     _train_and_save(kind, tiny_bert, out)
     check_model_dir(out)  # what both stages check first
-    tagging.init_worker(str(out), "cpu", 4, "en", 0)
+    scoring.init_worker(str(out), "cpu", 4, "en", 0)
     cands = pd.DataFrame(
         {
             "id": ["a", "a", "b"],
@@ -143,13 +143,13 @@ def test_tag_worker_scores_either_kind_on_the_sim_scale(kind, tiny_bert, tmp_pat
             "paraphrase": ["a dog runs in a park", "the dog is running", "a cat eats food"],
         }
     )
-    scored = tagging.score_shard(cands, 0)
+    scored = scoring.score_shard(cands, 0)
     sim = scored["sim"].to_numpy()
     assert ((sim >= 0) & (sim <= 100)).all()
     expected = 100 * sts_scorer.predict(
         sts_scorer.load_scorer(out),
         [
-            (tagging.strip_symbols(a), tagging.strip_symbols(b))
+            (text.strip_symbols(a), text.strip_symbols(b))
             for a, b in zip(cands["text"], cands["paraphrase"], strict=True)
         ],
     )
@@ -193,11 +193,10 @@ def test_stage_writes_kind_and_metrics_deterministically(tiny_bert, tmp_path, mo
     raw = Path("data/raw/stsbenchmark/original")
     for name, pairs in (("train", TRAIN), ("dev", DEV), ("test", _pairs(12, 9))):
         _write_stsb(raw / f"sts-{name}.csv", pairs)
-    stage = load_stage("train_sts_scorer")
     params = _own_params(
         kind="bi_encoder", base_model=str(tiny_bert), max_train_pairs=24, **CFG, n_seeds=2
     )
-    stage.main(params)
+    run_own("train_sts_scorer", params)
     first = {p.name: p.read_bytes() for p in Path("models/sts_scorer").iterdir() if p.is_file()}
     metrics = json.loads(Path("metrics/roundtrip/sts_scorer.json").read_text())
     assert metrics["kind"] == "bi_encoder" and metrics["paper_model"] is False
@@ -206,19 +205,21 @@ def test_stage_writes_kind_and_metrics_deterministically(tiny_bert, tmp_path, mo
     assert [r["seed"] for r in metrics["runs"]] == [params["seed"], params["seed"] + 1]
     assert np.isfinite(metrics["test"]["spearman"]) and np.isfinite(metrics["dev"]["spearman"])
     assert json.loads(first[sts_scorer.KIND_FILE])["kind"] == "bi_encoder"
-    stage.main(params)
+    run_own("train_sts_scorer", params)
     again = {p.name: p.read_bytes() for p in Path("models/sts_scorer").iterdir() if p.is_file()}
     assert again == first
 
-    stage.main(
-        {**params, "train_sts_scorer": {**params["train_sts_scorer"], "kind": "cross_encoder"}}
+    run_own(
+        "train_sts_scorer",
+        {**params, "train_sts_scorer": {**params["train_sts_scorer"], "kind": "cross_encoder"}},
     )
     metrics = json.loads(Path("metrics/roundtrip/sts_scorer.json").read_text())
     assert metrics["kind"] == "cross_encoder"
     assert sts_scorer.scorer_kind("models/sts_scorer") == "cross_encoder"
 
     with pytest.raises(ParamsError, match="epochs"):
-        stage.main(
+        run_own(
+            "train_sts_scorer",
             {
                 **params,
                 "train_sts_scorer": {
@@ -226,15 +227,42 @@ def test_stage_writes_kind_and_metrics_deterministically(tiny_bert, tmp_path, mo
                     "kind": "cross_encoder",
                     "epochs": 0,
                 },
-            }
+            },
         )
 
 
+def test_best_of_seeds_keeps_the_best_dev_spearman(monkeypatch):
+    from paracl.models import ResolvedModel
+
+    dev_spearman = {7: 50.0, 8: 70.0, 9: 60.0}
+
+    def fake_train_one(kind, base, train, dev, out_dir, seed, cfg, device):
+        return f"model-{seed}", {"spearman": dev_spearman[seed]}
+
+    monkeypatch.setattr(sts_scorer, "train_one", fake_train_one)
+    base = ResolvedModel("base", Path("base"), "test")
+    pairs = _pairs(4, 0)
+    best = sts_scorer.train_best_of_seeds(
+        "bi_encoder", base, pairs, pairs, {"epochs": 1, "n_seeds": 3}, 7, "cpu"
+    )
+    assert (best.model, best.seed, best.dev) == ("model-8", 8, {"spearman": 70.0})
+    assert [r["seed"] for r in best.runs] == [7, 8, 9]
+    untrained = {"epochs": 0, "n_seeds": 3}  # every seed would give the same model
+    assert (
+        len(
+            sts_scorer.train_best_of_seeds(
+                "bi_encoder", base, pairs, pairs, untrained, 7, "cpu"
+            ).runs
+        )
+        == 1
+    )
+
+
 def test_paper_setup_has_no_deviation():
-    stage = load_stage("train_sts_scorer")
     cfg = {"kind": "cross_encoder", "n_seeds": 10}
-    assert stage.deviations(cfg, "en", "microsoft/deberta-v3-large", 5749, 5749) == []
-    assert len(stage.deviations(cfg, "ja", "microsoft/deberta-v3-large", 5749, 5749)) == 1
+    assert sts_scorer.deviations(cfg, "en", "microsoft/deberta-v3-large", 5749, 5749) == []
+    assert len(sts_scorer.deviations(cfg, "ja", "microsoft/deberta-v3-large", 5749, 5749)) == 1
+    assert len(sts_scorer.deviations({**cfg, "n_seeds": 1}, "en", "x", 10, 5749)) == 3
 
 
 @pytest.mark.slow
@@ -251,7 +279,7 @@ def test_default_scorer_reaches_80_spearman_on_stsb_test(mirror, tmp_path, monke
     started, threads = time.perf_counter(), torch.get_num_threads()
     torch.set_num_threads(min(2, os.cpu_count() or 1))  # the module runs on one thread
     try:
-        load_stage("train_sts_scorer").main(params)
+        run_own("train_sts_scorer", params)
     finally:
         torch.set_num_threads(threads)
     metrics = json.loads(Path("metrics/roundtrip/sts_scorer.json").read_text())

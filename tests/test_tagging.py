@@ -1,4 +1,5 @@
-"""Tagging: symbol stripping, sentence BLEU, the 48 <SIM><BLEU> bins, balanced splits."""
+"""Tagging: symbol stripping, sentence BLEU, the 48 <SIM><BLEU> bins, balanced splits,
+the tag grammar, the tag stage's streaming pass and the Figure 3 measure."""
 
 from __future__ import annotations
 
@@ -6,22 +7,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from paracl import schemas
 from paracl.errors import InputError
-from paracl.roundtrip import heatmap, tagging
+from paracl.io import write_parquet
+from paracl.params import ParamsError
+from paracl.roundtrip import heatmap, scoring, tag_adherence, tagging, text
 from paracl.roundtrip.tagging import bleu_tag, sim_tag
 
 
 def test_strip_symbols_keeps_letters_digits_spaces_commas_periods():
-    assert tagging.strip_symbols("Hello, world! (It's) 3.5 #1 — ok?") == "Hello, world Its 3.5 1 ok"
-    assert tagging.strip_symbols('  a\t"b"  c  ') == "a b c"
-    assert tagging.strip_symbols("Zürich's café, 2020.") == "Zürichs café, 2020."
+    assert text.strip_symbols("Hello, world! (It's) 3.5 #1 — ok?") == "Hello, world Its 3.5 1 ok"
+    assert text.strip_symbols('  a\t"b"  c  ') == "a b c"
+    assert text.strip_symbols("Zürich's café, 2020.") == "Zürichs café, 2020."
 
 
 def test_strip_symbols_japanese_keeps_kana_kanji_and_japanese_comma_period():
-    assert (
-        tagging.strip_symbols("「猫」は、マットの上に座った！", "ja") == "猫は、マットの上に座った"
-    )
-    assert tagging.strip_symbols("東京（とうきょう）。", "ja") == "東京とうきょう。"
+    assert text.strip_symbols("「猫」は、マットの上に座った！", "ja") == "猫は、マットの上に座った"
+    assert text.strip_symbols("東京（とうきょう）。", "ja") == "東京とうきょう。"
 
 
 def test_sentence_bleu_known_pairs():
@@ -184,8 +186,9 @@ def test_score_pairs_strips_before_scoring_and_scales():
 def test_heatmap_bins_and_min_words():
     assert heatmap.bin_label(0) == "0-10" and heatmap.bin_label(100) == "90-100"
     assert heatmap.bin_label(45) == "40-50"
-    mask = heatmap.long_enough(["one two three four", "a b c"], ["w x y z", "a b c d"], "en", 4)
+    mask = text.long_enough(["one two three four", "a b c"], ["w x y z", "a b c d"], "en", 4)
     assert mask.tolist() == [True, False]
+    assert text.word_count("「猫は」マットの上。", "ja") == 4  # 9 characters left / 2
     m = heatmap.percent_matrix(np.array([95.0, 95.0, 5.0]), np.array([15.0, 15.0, 99.0]))
     assert m[9, 1] == pytest.approx(200 / 3) and m[0, 9] == pytest.approx(100 / 3)
 
@@ -204,3 +207,80 @@ def test_sts_readers_parse_and_name_bad_lines(tmp_path, mirror):
     bad.write_text("g\tf\t1\n")
     with pytest.raises(InputError, match=r"bad.csv:1: expected at least 7"):
         sts_scorer.read_pairs(bad)
+
+
+def test_parse_tags_takes_one_sim_then_one_bleu_tag():
+    assert tagging.parse_tags("<SIM95><BLEU20>") == ("<SIM95>", "<BLEU20>")
+    assert tagging.parse_tags("<SIM70> <BLEU0_5>") == ("<SIM70>", "<BLEU0_5>")
+    for bad in ("<BLEU20><SIM95>", "<SIM95>", "<SIM95><BLEU20><BLEU10>", "<SIM96><BLEU20>", "x"):
+        with pytest.raises(ParamsError, match=r"^params.yaml: 'generate_paraphrases.tags' entry"):
+            tagging.parse_tags(bad)
+    with pytest.raises(ParamsError, match=r"^--tags 'x' must be one SIM tag"):
+        tagging.parse_tags("x", source="--tags")
+
+
+def _scored_rows(n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    sim, bleu = rng.uniform(50, 100, n), rng.uniform(0, 60, n)
+    df = tagging.add_tags(
+        pd.DataFrame(
+            {"id": [f"s{i // 3}" for i in range(n)], "text": "t", "sim": sim, "bleu": bleu}
+        )
+    )
+    df["paraphrase"] = [f"p{i}" for i in range(n)]
+    df["candidate"] = np.arange(n, dtype=np.int32) % 3
+    df["dropped"] = [("empty" if i % 7 == 0 else None) for i in range(n)]
+    df["heatmap"] = [i % 5 != 0 for i in range(n)]
+    return df
+
+
+def test_scored_summary_does_not_depend_on_batch_sizes():
+    """The heatmap sample and the counts of one shard are the same read in any batches."""
+    parts = [_scored_rows(40), _scored_rows(25)]
+    results = []
+    for size in (7, 100):
+        summary = scoring.ScoredSummary(seed=3, heatmap_max=20)
+        for part, frame in enumerate(parts):
+            for start in range(0, len(frame), size):
+                summary.add(part, frame.iloc[start : start + size])
+        results.append(summary)
+    a, b = results
+    np.testing.assert_array_equal(a.heatmap_pairs()[0], b.heatmap_pairs()[0])
+    assert len(a.heatmap_pairs()[0]) == 20
+    assert a.dropped == b.dropped and a.n_scored == b.n_scored
+    whole = pd.concat(parts, ignore_index=True)
+    scored = whole[whole["dropped"].isna()]
+    assert a.n_good == len(tagging.high_quality(scored)) == len(a.good)
+    assert a.sim_sum == pytest.approx(scored["sim"].sum())
+
+
+def test_tag_adherence_per_requested_pair(tmp_path):
+    rows = pd.DataFrame(
+        {
+            "id": ["a", "b", "a", "b"],
+            "text": ["one two three four five"] * 4,
+            "paraphrase": ["w x y z q", "too short", "w x y z q", "w x y z q"],
+            "tags": ["<SIM95><BLEU20>"] * 2 + ["<SIM80><BLEU0_5>"] * 2,
+            "sim": [96.0, 80.0, 82.0, 83.0],
+            "bleu": [21.0, 22.0, 5.0, 50.0],
+            "n_input_tokens": np.array([5, 5, 5, 0], dtype=np.int32),
+            "n_output_tokens": np.array([5, 2, 6, 5], dtype=np.int32),
+        }
+    )
+    write_parquet(rows, tmp_path / "generated.parquet", schemas.GENERATED_PARAPHRASES)
+    requested = [("<SIM95>", "<BLEU20>"), ("<SIM80>", "<BLEU0_5>"), ("<SIM70>", "<BLEU10>")]
+    per_tag, panels = tag_adherence.measure(tmp_path / "generated.parquet", requested, "en", 4)
+    first = per_tag["<SIM95><BLEU20>"]
+    assert (first["n"], first["hit_rate"], first["sim_mean"]) == (2, 0.5, 88.0)
+    assert first["length_ratio"] == {"min": 0.4, "max": 1.0, "mean": 0.7}
+    assert per_tag["<SIM80><BLEU0_5>"]["length_ratio"]["max"] == 1.2  # n_input 0 left out
+    assert per_tag["<SIM70><BLEU10>"]["n"] == 0 and per_tag["<SIM70><BLEU10>"]["hit_rate"] is None
+    assert panels["<SIM95><BLEU20>"][0].tolist() == [96.0]  # the short pair is not drawn
+    heatmap.write_csv_dir(panels, tmp_path / "plots")
+    (tmp_path / "plots" / "stale.csv").write_text("x")
+    heatmap.write_csv_dir(panels, tmp_path / "plots")
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == [
+        "SIM70_BLEU10.csv",
+        "SIM80_BLEU0_5.csv",
+        "SIM95_BLEU20.csv",
+    ]

@@ -1,9 +1,16 @@
-"""The tiny-model builder gives loadable, deterministic models of each architecture."""
+"""The tiny-model builders give loadable, deterministic models of each architecture, and
+the stand-ins the pipeline builds stay out of the test-only package."""
+
+import ast
+from pathlib import Path
 
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-from paracl.testing.tiny_models import build_tiny_model
+from paracl import standins
+from paracl.negatives.masking import sentinel
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_t5_tokenizer_has_unique_sentinels(tiny_t5):
@@ -14,8 +21,15 @@ def test_t5_tokenizer_has_unique_sentinels(tiny_t5):
     assert ids[0] in encoded and ids[1] in encoded
 
 
+def test_standin_sentinels_are_the_ones_masking_writes():
+    # standins names them itself so that the round-trip stages need not import negatives
+    assert standins._sentinels(standins.T5_SENTINELS) == [
+        sentinel(i) for i in range(standins.T5_SENTINELS)
+    ]
+
+
 def test_seq2seq_generates_and_builder_is_deterministic(tmp_path, tiny_bart):
-    again = build_tiny_model("bart", tmp_path / "b")
+    again = standins.build_tiny_model("bart", tmp_path / "b")
     a = AutoModelForSeq2SeqLM.from_pretrained(tiny_bart)
     b = AutoModelForSeq2SeqLM.from_pretrained(again)
     for (name, p), (_, q) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
@@ -30,3 +44,20 @@ def test_bert_tokenizer_encodes_pairs_with_cls_and_sep(tiny_bert):
     enc = tok("a man .", "猫 。")
     assert enc.input_ids[0] == tok.cls_token_id
     assert enc.input_ids.count(tok.sep_token_id) == 2
+
+
+def test_production_code_does_not_import_the_testing_package():
+    package = REPO / "src" / "paracl"
+    library = [f for f in package.rglob("*.py") if f.relative_to(package).parts[0] != "testing"]
+    files = library + sorted((REPO / "stages").glob("*.py"))
+    offenders = []
+    for f in files:
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            if any(n == "paracl.testing" or n.startswith("paracl.testing.") for n in names):
+                offenders.append(str(f.relative_to(REPO)))
+    assert not offenders, f"production code imports paracl.testing: {sorted(set(offenders))}"

@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from stage_helpers import methods, run_stage
 
+from paracl.errors import InputError
 from paracl.io import ArtifactError, write_parquet
 from paracl.params import load_params
 from paracl.schemas import CORPUS
-from paracl.stage import InputError
-from paracl.training import objectives
 from paracl.training.data import load_examples
 from paracl.training.encoder import build_encoder, embed, save_encoder
+from paracl.training.losses import infonce, weighted_hard_negative
 from paracl.training.trainer import TrainConfig, _embed_columns, train
 
 REPO = Path(__file__).resolve().parents[1]
+TAU = {"temperature": 0.05}  # the shared train_contrastive keys a loss reads
 WORDS = "man woman cat dog plays runs guitar field kitchen city river sea sun onion".split()
 
 
@@ -49,7 +50,7 @@ def st_tiny(tiny_bert):
 def test_training_lowers_loss(st_tiny):
     model = st_tiny()
     ex = load_examples_frame(_pairs(16))
-    obj = objectives.infonce(model, temperature=0.05, hard_negatives=False)
+    obj = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
 
     def eval_loss() -> float:
         model.eval()
@@ -76,7 +77,7 @@ def test_grad_cache_trainer_equals_full_batch(st_tiny):
         for mod in model.modules():
             if isinstance(mod, torch.nn.Dropout):
                 mod.p = 0.0
-        obj = objectives.weighted_hard_negatives(0.05, 0.0)
+        obj = weighted_hard_negative.objective(None, weighted_hard_negative.Params(0.0), TAU)
         res = train(
             model, ex, obj, TrainConfig(lr=1e-3, batch_size=8, mini_batch_size=mini, seed=0)
         )
@@ -91,7 +92,12 @@ def test_frozen_embeddings_stay_fixed(tiny_bert):
     before, layer = emb.detach().clone(), model[0].auto_model.encoder.layer[0]
     layer_before = layer.output.dense.weight.detach().clone()
     ex = load_examples_frame(_pairs(8))
-    train(model, ex, objectives.infonce(model, 0.05, False), TrainConfig(lr=1e-3, batch_size=8))
+    train(
+        model,
+        ex,
+        infonce.objective(model, infonce.Params(), TAU),
+        TrainConfig(lr=1e-3, batch_size=8),
+    )
     assert torch.equal(emb, before)
     assert not torch.equal(layer.output.dense.weight, layer_before)
 
@@ -212,40 +218,28 @@ def _workdir(root: Path, base: Path) -> tuple[Path, dict]:
     params = load_params(REPO / "params.yaml")
     cfg = params["train_contrastive"]
     cfg.update(base_model=str(base), max_examples=None, batch_size=4, epochs=1)
-    cfg["methods"] = {
-        "none": "data/raw/stsbenchmark/sts-dev.csv",
-        "simcse_unsup": "data/corpus/sentences.parquet",
-        "ppdb": "data/ppdb/pairs.parquet",
-        "jcse": "data/negatives/negatives.parquet",
-        "ams": "data/ppdb/pairs.parquet",
-        "ebsim": "data/corpus/sentences.parquet",
-        "simcse_sup": "nli.tsv",
-        "roundtrip": "data/roundtrip/pairs.parquet",
-    }
+    cfg["methods"] = methods(
+        "none",
+        "simcse_unsup",
+        "ppdb",
+        "jcse",
+        "ams",
+        "ebsim",
+        "simcse_sup",
+        "roundtrip",
+        simcse_sup="nli.tsv",
+        roundtrip="data/roundtrip/pairs.parquet",
+    )
     params["device"] = "cpu"
     return root, params
 
 
 def _run_stage(workdir, method, monkeypatch) -> dict:
-    import stages_train_contrastive as stage  # noqa: F401 (imported below)
-
+    """train_contrastive@<method> as dvc.yaml runs it, in the work directory."""
     root, params = workdir
     monkeypatch.chdir(root)
-    monkeypatch.setattr(sys, "argv", ["train_contrastive.py", method])
-    stage.main(params)
+    run_stage(f"train_contrastive@{method}", params)
     return json.loads((root / f"metrics/train/{method}.json").read_text())
-
-
-@pytest.fixture(autouse=True)
-def _stage_module(monkeypatch):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "stages_train_contrastive", REPO / "stages/train_contrastive.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    monkeypatch.setitem(sys.modules, "stages_train_contrastive", module)
 
 
 @pytest.mark.parametrize(
@@ -306,7 +300,7 @@ def test_stage_missing_input_names_artifact(workdir, monkeypatch):
 
 
 def test_ebsim_masks_title_words_up_to_half(st_tiny):
-    from paracl.training.ebsim import mask_similar_words
+    from paracl.training.losses.ebsim_triplet import mask_similar_words
 
     model = st_tiny()
     title = ["guitar", "field", "kitchen"]

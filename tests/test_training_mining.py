@@ -6,7 +6,7 @@ import torch
 
 from paracl.training.grad_cache import cached_step
 from paracl.training.losses import WeightedHardNegativeLoss
-from paracl.training.mining import mine_hard_negatives
+from paracl.training.losses.additive_margin import mine_hard_negatives
 
 
 def test_mining_picks_closest_other_positive():

@@ -19,20 +19,22 @@ import pytest
 import torch
 import yaml
 from smoke_helpers import SMOKE, deep_merge
-from stage_helpers import run_main
+from stage_helpers import methods, run_stage
 
 from paracl.device import seed_everything
 from paracl.params import load_params
-from paracl.training import objectives, trainer
+from paracl.training import trainer
 from paracl.training.checkpoint import Checkpoint, TrainingInterrupted, run_key
 from paracl.training.data import to_examples
 from paracl.training.dev import sts_spearman
-from paracl.training.ebsim import EbsimObjective
-from paracl.training.encoder import build_encoder, embed
+from paracl.training.encoder import build_encoder
+from paracl.training.losses import additive_margin, ebsim_triplet, infonce
+from paracl.training.losses import weighted_hard_negative as jcse
 from paracl.training.trainer import TrainConfig, train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
+TAU = {"temperature": 0.05}  # the shared train_contrastive keys a loss reads
 REPO = Path(__file__).resolve().parents[1]
 WORDS = "man woman cat dog plays runs guitar field kitchen city river sea sun onion".split()
 
@@ -101,18 +103,18 @@ def _setup(family: str, model_dir: Path):
     config = TrainConfig(lr=1e-3, epochs=3, batch_size=4, patience=2, seed=0)
     extra = None
     if family == "infonce":
-        objective = objectives.infonce(model, 0.05, hard_negatives=False)
+        objective = infonce.objective(model, infonce.Params(), TAU)
     elif family == "jcse_grad_cache":
-        objective = objectives.weighted_hard_negatives(0.05, 0.0)
+        objective = jcse.objective(model, jcse.Params(0.0), TAU)
         config.mini_batch_size = 2
     elif family == "ams":
-        objective = objectives.AdditiveMarginObjective(0.5, 0.5, 1.0, 1, None, embed)
+        objective = additive_margin.objective(model, additive_margin.Params(mine_k=1), TAU)
         # lr so large that one step changes what is mined: re-mining on resume would show
         config.mega_batch, config.lr = 2, 1e-2
     else:
         examples = examples.assign(kind="token")
-        objective = EbsimObjective(model, ("ra", "aa"), 1.0, 32)
-        extra = list(objective.loss_fn.parameters())
+        objective = ebsim_triplet.objective(model, ebsim_triplet.Params(), {"max_seq_length": 16})
+        extra = objective.parameters()
     return model, examples, objective, config, extra
 
 
@@ -211,7 +213,7 @@ def test_key_covers_what_the_weights_depend_on(tmp_path):
     cfg = load_params(REPO / "params.yaml")["train_contrastive"]
     data = tmp_path / "pairs.parquet"
     _pairs(4).to_parquet(data)
-    cfg["methods"] = {"ppdb": str(data), "jcse": "x"}
+    cfg["methods"] = methods("ppdb", "jcse", ppdb=str(data), jcse="x")
 
     def key(cfg=cfg, **changes) -> str:
         args = dict(seed=1, lang="en", device_type="cpu", processes=1, inputs=[data])
@@ -221,11 +223,13 @@ def test_key_covers_what_the_weights_depend_on(tmp_path):
     assert key() == base
     # params that cannot change the weights keep the checkpoint
     assert key({**cfg, "checkpoint_every": 99, "processes": 4}) == base
-    assert key({**cfg, "methods": {**cfg["methods"], "jcse": "y"}}) == base
+    assert (
+        key({**cfg, "methods": {**cfg["methods"], "jcse": {"loss": "jcse", "input": "y"}}}) == base
+    )
     # anything the weights depend on gives another key
     others = [
         key({**cfg, "lr": cfg["lr"] * 2}),
-        key({**cfg, "ams": {**cfg["ams"], "mine_k": 3}}),
+        key({**cfg, "methods": {**cfg["methods"], "ppdb": {**cfg["methods"]["ppdb"], "seed": 3}}}),
         key(seed=2),
         key(lang="ja"),
         key(device_type="cuda"),
@@ -257,12 +261,12 @@ def _workdir(root: Path, model: Path) -> dict:
     cfg = params["train_contrastive"]
     cfg.update(base_model=str(model), max_examples=None, batch_size=4, epochs=2, lr=1e-3)
     cfg.update(patience=2, mini_batch_size=2, checkpoint_every=2, dev_max_pairs=None)
-    cfg["methods"] = {"jcse": "data/negatives/negatives.parquet"}
+    cfg["methods"] = methods("jcse")
     return params
 
 
 def _stage(params: dict, method: str = "jcse") -> None:
-    run_main("train_contrastive", params, method)
+    run_stage(f"train_contrastive@{method}", params)
 
 
 def _outputs(root: Path, method: str = "jcse") -> tuple[dict, dict, list]:
@@ -426,7 +430,7 @@ def _smoke_project(root: Path, tiny_bert: Path, **train: object) -> dict:
         {
             "device": "cpu",
             "train_contrastive": {
-                "methods": {"ppdb": "data/ppdb/pairs.parquet"},
+                "methods": methods("ppdb"),
                 "max_examples": None,
                 "checkpoint_every": 5,
                 **train,
@@ -446,7 +450,11 @@ def _smoke_project(root: Path, tiny_bert: Path, **train: object) -> dict:
     return load_params(root / "params.yaml")
 
 
-STAGE_CMD = [sys.executable, str(REPO / "stages/train_contrastive.py"), "ppdb"]
+STAGE_CMD = [
+    sys.executable,
+    str(REPO / "stages/train_contrastive.py"),
+    *["ppdb", "models/encoders/ppdb", "metrics/train/ppdb.json", "metrics/train/ppdb"],
+]
 ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 

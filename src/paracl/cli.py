@@ -57,26 +57,17 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_paraphrase(args: argparse.Namespace) -> int:
-    import re
-
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     from paracl.device import seed_everything, select_device
+    from paracl.params import ParamsError
     from paracl.roundtrip import paraphraser, tagging
 
-    tags = re.findall(r"<[A-Z]+[0-9_]+>", args.tags)
-    if (
-        "".join(tags) != args.tags.replace(" ", "")
-        or len(tags) != 2
-        or tags[0] not in tagging.SIM_TAGS
-        or tags[1] not in tagging.BLEU_TAGS
-    ):
-        print(
-            f"error: --tags {args.tags!r} must be one SIM tag ({', '.join(tagging.SIM_TAGS)}) "
-            f"followed by one BLEU tag ({', '.join(tagging.BLEU_TAGS)})",
-            file=sys.stderr,
-        )
+    try:
+        tags = tagging.parse_tags(args.tags, source="--tags")
+    except ParamsError as err:
+        print(f"error: {err}", file=sys.stderr)
         return 1
     model_dir = Path(args.model)
     if not (model_dir / "config.json").exists():

@@ -3,328 +3,372 @@
 Why: a typo (`thetta: 0.4`) or an out-of-range value (`theta: 1.7`) must stop the
 stage at once with a message naming the key, not an hour later with a traceback.
 
-The schema is plain data: each key maps to a `Param` (a leaf) or to a dict (a
-section). Every key in the schema is required unless its Param has a default; a key in
-params.yaml that the schema does not know is an error.
+The schema is one class per section, a dataclass: each field is a key, its type says
+what the key holds, a default makes it optional, `param(min=, max=, help=)` adds a range
+(for a list or a dict: each item's). To add a key, add a field. The checker knows
+
+    int, float (ints pass), str, bool, X | None (null allowed), Literal["a", "b"],
+    list[X], a Section (a nested mapping), dict[Literal["en", "ja"], X] (exactly these
+    keys), dict[str, X] (any names of [A-Za-z0-9_]+).
+
+A key a section does not declare is an error, unless the section sets `extra_keys`.
 """
 
-from __future__ import annotations
-
-from dataclasses import dataclass
+# No `from __future__ import annotations`: the checker reads each field's type as an object.
+import dataclasses
+import re
+import types
+from collections.abc import Iterable, Mapping
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
 import yaml
 
 from paracl.errors import UserError
-
-MISSING = object()
 
 
 class ParamsError(UserError, ValueError):
     """params.yaml does not match the schema; the message names the key."""
 
 
-@dataclass(frozen=True)
-class Param:
-    """One leaf of the schema: its type and the values it may take."""
+class Section:
+    """Base of a section: makes the subclass a keyword-only dataclass (fields with and
+    without defaults in any order, as in params.yaml)."""
 
-    type: type | tuple[type, ...]
-    min: float | None = None
-    max: float | None = None
-    choices: tuple[Any, ...] | None = None
-    item: Param | None = None  # for lists: the Param each item must satisfy
-    default: Any = MISSING
-    nullable: bool = False
-    help: str = ""
+    extra_keys: ClassVar[bool] = False  # True: undeclared keys pass through unchecked
 
-    def describe(self) -> str:
-        """The allowed values, in words, for error messages."""
-        names = self.type if isinstance(self.type, tuple) else (self.type,)
-        words = " or ".join(t.__name__ for t in names)
-        if self.choices is not None:
-            words = "one of " + ", ".join(repr(c) for c in self.choices)
-        if self.min is not None and self.max is not None:
-            words += f" in [{self.min}, {self.max}]"
-        elif self.min is not None:
-            words += f" >= {self.min}"
-        elif self.max is not None:
-            words += f" <= {self.max}"
-        if self.nullable:
-            words += " (or null)"
-        return words
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclass(kw_only=True)(cls)
 
 
-Schema = dict[str, "Param | Schema"]
+def param(
+    default: Any = MISSING, *, min: float | None = None, max: float | None = None, help: str = ""
+) -> Any:
+    """A field with a range (for a list or a dict: each item's) and a line of help."""
+    return dataclasses.field(default=default, metadata={"min": min, "max": max, "help": help})
 
-FLOAT = (int, float)  # YAML writes 1 for 1.0; accept both where a float is meant
 
-PROB = Param(FLOAT, min=0.0, max=1.0)
-SEED = Param(int, min=0)
-LANG = Param(str, choices=("en", "ja"))
+Lang = Literal["en", "ja"]
 
-# ---------------------------------------------------------------------------
-# The schema of params.yaml: one section per stage plus a few top-level keys.
-# Stages add their own section here (keep one section per stage).
-# ---------------------------------------------------------------------------
-SCHEMA: Schema = {
-    "seed": Param(int, min=0, help="seed for every random choice in every stage"),
-    "lang": LANG,
-    "theta": Param(FLOAT, min=0.0, max=1.0, help="keep paraphrase rules with p(d|s) >= theta"),
-    "device": Param(str, choices=("auto", "cpu", "cuda", "mps"), default="auto"),
-    "executor": Param(str, choices=("local", "ray"), default="local", help="per-shard engine"),
-    "ray_address": Param(str, nullable=True, default=None, help="null: start a local Ray"),
-    "workers": Param(int, min=1, default=2, help="CPU stages: processes / Ray tasks in flight"),
-    "model_workers": Param(int, min=1, default=1, help="model stages on Ray: actors"),
-    "gpus_per_model_worker": Param(FLOAT, min=0.0, default=1.0, help="GPUs per Ray model actor"),
-    "fetch": {
-        "sources": Param(list, item=Param(str)),
-        "mirror": Param(str, nullable=True, default=None),
-    },
-    "prepare_corpus": {
-        "input": {
-            "en": {
-                "source": Param(str),
-                "format": Param(str, choices=("text", "wiki40b", "jaquad")),
-            },
-            "ja": {
-                "source": Param(str),
-                "format": Param(str, choices=("text", "wiki40b", "jaquad")),
-            },
-        },
-        "min_words": Param(int, min=1, help="keep sentences with more than this many words"),
-        "max_words": Param(int, min=2, help="keep sentences with fewer than this many words"),
-        "langdetect_threshold": PROB,
-        "max_sentences": Param(int, min=1, nullable=True),
-        "workers": Param(int, min=1, max=256),
-        "shard_size": Param(int, min=1),
-    },
-    "ppdb_substitute": {
+# -- the schema of params.yaml: one section per stage, then the top level (`Params`) --
+
+
+class Fetch(Section):
+    sources: list[str]
+    mirror: str | None = None
+
+
+class PrepareCorpus(Section):
+    class CorpusInput(Section):
+        source: str
+        format: Literal["text", "wiki40b", "jaquad"]
+
+    input: dict[Lang, CorpusInput]
+    min_words: int = param(min=1, help="keep sentences with more than this many words")
+    max_words: int = param(min=2, help="keep sentences with fewer than this many words")
+    langdetect_threshold: float = param(min=0.0, max=1.0)
+    max_sentences: int | None = param(min=1)
+    workers: int = param(min=1, max=256)
+    shard_size: int = param(min=1)
+
+
+class PpdbSubstitute(Section):
+    class Dictionary(Section):
         # format: see paracl.paraphrase.dictionaries (ppdb2/ehimer = the paper's files)
-        "dictionary": {
-            lang: {
-                "format": Param(str, choices=("ppdb2", "ehimer", "tsv", "ppdb-sample", "sudachi")),
-                "path": Param(str),
-            }
-            for lang in ("en", "ja")
-        },
-        "max_phrase_words": {"en": Param(int, min=1, max=20), "ja": Param(int, min=1, max=20)},
-        "max_substitutions": Param(int, min=1, max=4, help="rules combined per candidate"),
-        "max_candidates": Param(int, min=1, help="candidates kept per sentence"),
-        "shard_size": Param(int, min=1, default=5000, help="corpus sentences per shard"),
-    },
-    "rank_fluency": {
-        "model": {"en": Param(str), "ja": Param(str)},
-        "batch_size": Param(int, min=1),
-        "max_batch_tokens": {  # padded tokens per batch: bounds the logits' memory
-            "en": Param(int, min=8),
-            "ja": Param(int, min=8),
-        },
-        "max_sentences": Param(int, min=1, nullable=True, help="sentences scored; null = all"),
-        "shard_size": Param(int, min=1, default=1000, help="candidates per shard, whole sentences"),
-    },
-    "adapt_t5": {
-        # hub id (paper: t5-base / sonoisa/t5-base-japanese-v1.1) or tiny-random:t5 (stand-in)
-        "model": {"en": Param(str), "ja": Param(str)},
-        "enabled": Param(bool, help="false: save the base model unchanged"),
-        "noise_density": Param(FLOAT, min=0.01, max=0.99),
-        "mean_noise_span_length": Param(FLOAT, min=1.0, max=20.0),
-        "lr": Param(FLOAT, min=0.0, max=1.0),
-        "max_steps": Param(int, min=1),
-        "batch_size": Param(int, min=1),
-        "max_length": Param(int, min=4, max=1024, help="tokens per sentence"),
-        "eval_every": Param(int, min=1),
-        "dev_sentences": Param(int, min=1, help="held-out sentences for the dev loss"),
-        "max_sentences": Param(int, min=2, nullable=True, help="corpus sentences; null = all"),
-        "threads": Param(int, min=1, max=256, nullable=True, help="torch CPU threads"),
-        "standin": {
-            "vocab_size": Param(int, min=200, max=64000),
-            "d_model": Param(int, min=16, max=1024),
-            "num_layers": Param(int, min=1, max=24),
-        },
-    },
-    "corrupt": {
-        "max_sentences": Param(int, min=1, nullable=True, help="anchors sampled; null = all"),
-        "num_beams": Param(int, min=1, max=64),
-        "num_return_sequences": Param(int, min=1, max=64, help="negatives per anchor (<= beams)"),
-        "batch_size": Param(int, min=1),
-        "max_fill_tokens": Param(int, min=1, max=128, help="generation budget per blank"),
-        "on_missing": Param(str, choices=("original", "drop")),
-        "chunk_batch_size": Param(int, min=1),
-        "threads": Param(int, min=1, max=256, nullable=True, help="torch CPU threads"),
-        "shard_size": Param(int, min=1, default=250, help="anchors per resumable shard"),
-    },
-    "evaluate": {
-        "methods": Param(list, item=Param(str), help="encoders: models/encoders/<method>/"),
-        "tasks": Param(list, item=Param(str), help="jobs: unsup_sts_<lang>, pi_<lang>, tasks"),
-        "raw_dir": Param(str),
-        "seeds": Param(list, item=Param(int, min=0), help="fine-tuning seeds"),
-        "epochs": Param(int, min=1, nullable=True, help="null: each task's paper value"),
-        "lr": Param(FLOAT, min=0.0, max=1.0, nullable=True, help="null: paper value"),
-        "batch_size": Param(int, min=1, nullable=True, help="null: paper value"),
-        "patience": Param(int, min=1, help="early stop after N epochs without dev gain"),
-        "max_train": Param(int, min=1, nullable=True, help="seeded train sample; null = all"),
-        "max_dev": Param(int, min=1, nullable=True, help="seeded dev sample; null = all"),
-        "max_eval_pairs": Param(int, min=1, nullable=True, help="unsup/PI cap; null = all"),
-        "max_seq_length": Param(int, min=8, max=4096),
-        "encode_batch_size": Param(int, min=1),
-        "dev_fraction": Param(FLOAT, min=0.01, max=0.5, help="re-split: dev share"),
-        "test_fraction": Param(FLOAT, min=0.01, max=0.5, help="re-split: test share"),
-    },
-    "summary": {
-        "decimals": Param(int, min=0, max=4),
-        "avg_over": Param(str, choices=("finetune", "all"), help="tasks in the Avg. column"),
-    },
-    "roundtrip": {
-        "forward_model": Param(str, help="hub id, local dir, or tiny-random:<arch> stand-in"),
-        "backward_model": Param(str),
-        "src_lang_code": Param(str, nullable=True, help="NLLB/M2M source code, e.g. eng_Latn"),
-        "pivot_lang_code": Param(str, nullable=True, help="NLLB/M2M pivot code, e.g. deu_Latn"),
-        "mode": Param(str, choices=("sample", "greedy")),
-        "top_k": Param(list, item=Param(int, min=1)),
-        "temperature": Param(list, item=Param(FLOAT, min=0.01)),
-        "num_beams": Param(int, min=1),
-        "max_sentences": Param(int, min=1, nullable=True),
-        "batch_size": Param(int, min=1),
-        "shard_size": Param(int, min=1),
-        "max_new_tokens": Param(int, min=1),
-        "length_ratio": Param(FLOAT, min=0.1),
-    },
-    "train_sts_scorer": {
-        "kind": Param(
-            str, choices=("bi_encoder", "cross_encoder"), help="scorer kind; paper: cross_encoder"
-        ),
-        "base_model": Param(str),
-        "n_seeds": Param(int, min=1, max=100),
-        "epochs": Param(FLOAT, min=0.0, help="0: bi_encoder as it is (zero-shot)"),
-        "batch_size": Param(int, min=1),
-        "lr": Param(FLOAT, min=0.0, max=1.0),
-        "max_length": Param(int, min=8),
-        "max_train_pairs": Param(int, min=1, nullable=True),
-    },
-    "tag": {
-        "dev_per_share": Param(int, min=0, nullable=True),
-        "test_per_share": Param(int, min=0, nullable=True),
-        "train_per_share": Param(int, min=0, nullable=True),
-        "batch_size": Param(int, min=1),
-        "heatmap_min_words": Param(int, min=0),
-        "heatmap_max_pairs": Param(int, min=1),
-        "shard_size": Param(int, min=1, default=500, help="candidates per shard, whole sentences"),
-    },
-    "train_paraphraser": {
-        "base_model": Param(str),
-        "lr": Param(FLOAT, min=0.0, max=1.0),
-        "batch_size": Param(int, min=1),
-        "max_epochs": Param(int, min=1),
-        "patience": Param(int, min=1),
-        "max_length": Param(int, min=8),
-    },
-    "generate_paraphrases": {
-        "tags": Param(list, item=Param(str)),
-        "num_beams": Param(int, min=1),
-        "min_ratio": Param(FLOAT, min=0.0),
-        "max_ratio": Param(FLOAT, min=0.0),
-        "max_sentences": Param(int, min=1, nullable=True),
-        "batch_size": Param(int, min=1),
-        "max_length": Param(int, min=8),
-        "shard_size": Param(int, min=1, default=50, help="sentences per resumable shard"),
-    },
-    "train_contrastive": {
-        # method name -> the one artifact it trains on (also its DVC dep; see dvc.yaml)
-        "methods": Param(dict, help="method -> input artifact path"),
-        "base_model": Param(str),
-        "pooling": Param(str, choices=("mean", "weighted_mean", "last", "cls", "cls_mlp")),
-        "dropout": Param(
-            FLOAT,
-            min=0.0,
-            max=0.9,
-            nullable=True,
-            default=None,
-            help="every dropout rate of the base's config; null = the base's own",
-        ),
-        "max_seq_length": Param(int, min=4, max=4096),
-        "batch_size": Param(int, min=2, help="pairs per batch = the in-batch negatives pool"),
-        "mini_batch_size": Param(int, min=1, nullable=True, help="GradCache chunk; null = all"),
-        "processes": Param(int, min=1, default=1, help="training processes (torchrun)"),
-        "checkpoint_every": Param(
-            int, min=1, nullable=True, default=10, help="steps between resumable checkpoints"
-        ),
-        "lr": Param(FLOAT, min=0.0, max=1.0),
-        "temperature": Param(FLOAT, min=1e-4, max=10.0),
-        "epochs": Param(int, min=1),
-        "patience": Param(int, min=1, help="early stop after this many epochs w/o dev gain"),
-        "max_examples": Param(int, min=2, nullable=True),
-        "freeze_embeddings": Param(bool),
-        "dev_max_pairs": Param(int, min=2, nullable=True, help="seeded STS-dev sample"),
-        "jcse": {"alpha": Param(FLOAT, min=0.0)},
-        "jcse_two_stage": {"alpha": Param(FLOAT, min=0.0), "init": Param(str)},
-        "ams": {
-            "margin": Param(FLOAT, min=0.0, max=3.14),
-            "scale": Param(FLOAT, min=1e-4),
-            "gamma": Param(FLOAT, min=0.0),
-            "mega_batch": Param(int, min=1),
-            "mine_k": Param(int, min=0),
-            "threshold": Param(FLOAT, min=-1.0, max=1.0, nullable=True),
-        },
-        "ebsim": {
-            "eta": Param(FLOAT, min=-1.0, max=1.0),
-            "max_mask": PROB,
-            "beta": Param(FLOAT, min=0.0),
-        },
-    },
+        format: Literal["ppdb2", "ehimer", "tsv", "ppdb-sample", "sudachi"]
+        path: str
+
+    dictionary: dict[Lang, Dictionary]
+    max_phrase_words: dict[Lang, int] = param(min=1, max=20)
+    max_substitutions: int = param(min=1, max=4, help="rules combined per candidate")
+    max_candidates: int = param(min=1, help="candidates kept per sentence")
+    shard_size: int = param(5000, min=1, help="corpus sentences per shard")
+
+
+class RankFluency(Section):
+    model: dict[Lang, str]
+    batch_size: int = param(min=1)
+    # padded tokens per batch: bounds the logits' memory
+    max_batch_tokens: dict[Lang, int] = param(min=8)
+    max_sentences: int | None = param(min=1, help="sentences scored; null = all")
+    shard_size: int = param(1000, min=1, help="candidates per shard, whole sentences")
+
+
+class AdaptT5(Section):
+    class Standin(Section):
+        vocab_size: int = param(min=200, max=64000)
+        d_model: int = param(min=16, max=1024)
+        num_layers: int = param(min=1, max=24)
+
+    # hub id (paper: t5-base / sonoisa/t5-base-japanese-v1.1) or tiny-random:t5 (stand-in)
+    model: dict[Lang, str]
+    enabled: bool = param(help="false: save the base model unchanged")
+    noise_density: float = param(min=0.01, max=0.99)
+    mean_noise_span_length: float = param(min=1.0, max=20.0)
+    lr: float = param(min=0.0, max=1.0)
+    max_steps: int = param(min=1)
+    batch_size: int = param(min=1)
+    max_length: int = param(min=4, max=1024, help="tokens per sentence")
+    eval_every: int = param(min=1)
+    dev_sentences: int = param(min=1, help="held-out sentences for the dev loss")
+    max_sentences: int | None = param(min=2, help="corpus sentences; null = all")
+    threads: int | None = param(min=1, max=256, help="torch CPU threads")
+    standin: Standin
+
+
+class Corrupt(Section):
+    max_sentences: int | None = param(min=1, help="anchors sampled; null = all")
+    num_beams: int = param(min=1, max=64)
+    num_return_sequences: int = param(min=1, max=64, help="negatives per anchor (<= beams)")
+    batch_size: int = param(min=1)
+    max_fill_tokens: int = param(min=1, max=128, help="generation budget per blank")
+    on_missing: Literal["original", "drop"]
+    chunk_batch_size: int = param(min=1)
+    threads: int | None = param(min=1, max=256, help="torch CPU threads")
+    shard_size: int = param(250, min=1, help="anchors per resumable shard")
+
+
+class Evaluate(Section):
+    # the encoders evaluated are the keys of train_contrastive.methods
+    tasks: list[str] = param(help="jobs: unsup_sts_<lang>, pi_<lang>, tasks")
+    raw_dir: str
+    seeds: list[int] = param(min=0, help="fine-tuning seeds")
+    epochs: int | None = param(min=1, help="null: each task's paper value")
+    lr: float | None = param(min=0.0, max=1.0, help="null: paper value")
+    batch_size: int | None = param(min=1, help="null: paper value")
+    patience: int = param(min=1, help="early stop after N epochs without dev gain")
+    max_train: int | None = param(min=1, help="seeded train sample; null = all")
+    max_dev: int | None = param(min=1, help="seeded dev sample; null = all")
+    max_eval_pairs: int | None = param(min=1, help="unsup/PI cap; null = all")
+    max_seq_length: int = param(min=8, max=4096)
+    encode_batch_size: int = param(min=1)
+    dev_fraction: float = param(min=0.01, max=0.5, help="re-split: dev share")
+    test_fraction: float = param(min=0.01, max=0.5, help="re-split: test share")
+
+
+class Summary(Section):
+    decimals: int = param(min=0, max=4)
+    avg_over: Literal["finetune", "all"] = param(help="tasks in the Avg. column")
+
+
+class Roundtrip(Section):
+    forward_model: str = param(help="hub id, local dir, or tiny-random:<arch> stand-in")
+    backward_model: str
+    src_lang_code: str | None = param(help="NLLB/M2M source code, e.g. eng_Latn")
+    pivot_lang_code: str | None = param(help="NLLB/M2M pivot code, e.g. deu_Latn")
+    mode: Literal["sample", "greedy"]
+    top_k: list[int] = param(min=1)
+    temperature: list[float] = param(min=0.01)
+    num_beams: int = param(min=1)
+    max_sentences: int | None = param(min=1)
+    batch_size: int = param(min=1)
+    shard_size: int = param(min=1)
+    max_new_tokens: int = param(min=1)
+    length_ratio: float = param(min=0.1)
+
+
+class TrainStsScorer(Section):
+    kind: Literal["bi_encoder", "cross_encoder"] = param(help="scorer kind; paper: cross_encoder")
+    base_model: str
+    n_seeds: int = param(min=1, max=100)
+    epochs: float = param(min=0.0, help="0: bi_encoder as it is (zero-shot)")
+    batch_size: int = param(min=1)
+    lr: float = param(min=0.0, max=1.0)
+    max_length: int = param(min=8)
+    max_train_pairs: int | None = param(min=1)
+
+
+class Tag(Section):
+    dev_per_share: int | None = param(min=0)
+    test_per_share: int | None = param(min=0)
+    train_per_share: int | None = param(min=0)
+    batch_size: int = param(min=1)
+    heatmap_min_words: int = param(min=0)
+    heatmap_max_pairs: int = param(min=1)
+    shard_size: int = param(500, min=1, help="candidates per shard, whole sentences")
+
+
+class TrainParaphraser(Section):
+    base_model: str
+    lr: float = param(min=0.0, max=1.0)
+    batch_size: int = param(min=1)
+    max_epochs: int = param(min=1)
+    patience: int = param(min=1)
+    max_length: int = param(min=8)
+
+
+class GenerateParaphrases(Section):
+    tags: list[str]
+    num_beams: int = param(min=1)
+    min_ratio: float = param(min=0.0)
+    max_ratio: float = param(min=0.0)
+    heatmap_min_words: int = param(4, min=0, help="shorter outputs are left out of heatmaps")
+    max_sentences: int | None = param(min=1)
+    batch_size: int = param(min=1)
+    max_length: int = param(min=8)
+    shard_size: int = param(50, min=1, help="sentences per resumable shard")
+
+
+class TrainContrastive(Section):
+    class Method(Section):
+        """One entry of train_contrastive.methods. Its other keys are the loss's own params,
+        checked by paracl.training.methods, which knows each loss."""
+
+        extra_keys: ClassVar[bool] = True
+        input: str = param(help="the artifact it trains on (its DVC dep)")
+        loss: str = param(help="none, or a loss of paracl.training.losses")
+        data: str | None = param(None, help="with data: input is the encoder it continues from")
+        seed: int | None = param(None, min=0, help="overrides the top-level seed")
+
+    methods: dict[str, Method] = param(help="method name -> its entry; evaluate scores each")
+    base_model: str
+    pooling: Literal["mean", "weighted_mean", "last", "cls", "cls_mlp"]
+    dropout: float | None = param(
+        None,
+        min=0.0,
+        max=0.9,
+        help="every dropout rate of the base's config; null = the base's own",
+    )
+    max_seq_length: int = param(min=4, max=4096)
+    batch_size: int = param(min=2, help="pairs per batch = the in-batch negatives pool")
+    mini_batch_size: int | None = param(min=1, help="GradCache chunk; null = all")
+    processes: int = param(1, min=1, help="training processes (torchrun)")
+    checkpoint_every: int | None = param(10, min=1, help="steps between resumable checkpoints")
+    lr: float = param(min=0.0, max=1.0)
+    temperature: float = param(min=1e-4, max=10.0)
+    epochs: int = param(min=1)
+    patience: int = param(min=1, help="early stop after this many epochs w/o dev gain")
+    max_examples: int | None = param(min=2)
+    freeze_embeddings: bool
+    dev_max_pairs: int | None = param(min=2, help="seeded STS-dev sample")
+
+
+class Params(Section):
+    """The whole of params.yaml."""
+
+    seed: int = param(min=0, help="seed for every random choice in every stage")
+    lang: Lang
+    theta: float = param(min=0.0, max=1.0, help="keep paraphrase rules with p(d|s) >= theta")
+    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    executor: Literal["local", "ray"] = param("local", help="per-shard engine")
+    ray_address: str | None = param(None, help="null: start a local Ray")
+    workers: int = param(2, min=1, help="CPU stages: processes / Ray tasks in flight")
+    model_workers: int = param(1, min=1, help="model stages on Ray: actors")
+    gpus_per_model_worker: float = param(1.0, min=0.0, help="GPUs per Ray model actor")
+    fetch: Fetch
+    prepare_corpus: PrepareCorpus
+    ppdb_substitute: PpdbSubstitute
+    rank_fluency: RankFluency
+    adapt_t5: AdaptT5
+    corrupt: Corrupt
+    evaluate: Evaluate
+    summary: Summary
+    roundtrip: Roundtrip
+    train_sts_scorer: TrainStsScorer
+    tag: Tag
+    train_paraphraser: TrainParaphraser
+    generate_paraphrases: GenerateParaphrases
+    train_contrastive: TrainContrastive
     # -- stage sections above this line --
-}
 
 
-def _check(value: Any, spec: Param | dict, key: str) -> Any:
-    """Check one value against its spec; return it with defaults filled in."""
-    if isinstance(spec, dict):
+# -- the checker, driven by the declarations above -----------------------------------
+
+Keys = dict[str, tuple[Any, Mapping[str, Any], Any]]  # name -> (type, metadata, default)
+NO_META: Mapping[str, Any] = types.MappingProxyType({})
+NAME = re.compile(r"[A-Za-z0-9_]+")  # of a key in a dict[str, X]
+
+
+def _keys(tp: Any, meta: Mapping[str, Any] = NO_META, values: Iterable = (), key: str = "") -> Keys:
+    """The keys a section or a dict[...] declares. dict[str, X] declares those it is given."""
+    if is_dataclass(tp):
+        return {f.name: (f.type, f.metadata, _default(f)) for f in fields(tp)}
+    names, item = get_args(tp)
+    if get_origin(names) is Literal:  # a fixed set, e.g. one entry per language
+        return {name: (item, meta, MISSING) for name in get_args(names)}
+    for name in values:  # any names, e.g. the methods of train_contrastive
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            raise ParamsError(f"'{key}': bad name {name!r} (use letters, digits and _)")
+    return {name: (item, meta, MISSING) for name in values}
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default if f.default_factory is MISSING else f.default_factory()
+
+
+# The top-level keys, to check a few sections alone: validate(v, {k: SCHEMA[k] for k in ...}).
+SCHEMA: Keys = _keys(Params)
+
+
+def _describe(tp: Any, meta: Mapping[str, Any], nullable: bool) -> str:
+    """The allowed values, in words, for error messages."""
+    if get_origin(tp) is Literal:
+        words = "one of " + ", ".join(repr(c) for c in get_args(tp))
+    else:
+        words = "int or float" if tp is float else (get_origin(tp) or tp).__name__
+    lo, hi = meta.get("min"), meta.get("max")
+    if get_origin(tp) is list:  # a list's range is its items'
+        lo = hi = None
+    if lo is not None and hi is not None:
+        words += f" in [{lo}, {hi}]"
+    elif lo is not None:
+        words += f" >= {lo}"
+    elif hi is not None:
+        words += f" <= {hi}"
+    return words + (" (or null)" if nullable else "")
+
+
+def _check(value: Any, tp: Any, meta: Mapping[str, Any], key: str) -> Any:
+    """Check one value against its declared type; return it with defaults filled in."""
+    nullable = get_origin(tp) in (Union, types.UnionType)  # `X | None`, the only union
+    if nullable:
+        if value is None:
+            return None
+        (tp,) = [t for t in get_args(tp) if t is not type(None)]
+    origin = get_origin(tp) or tp
+    if is_dataclass(tp) or origin is dict:
         if not isinstance(value, dict):
             raise ParamsError(f"'{key}' must be a section (a mapping), got {value!r}")
-        return _check_section(value, spec, key + ".")
-    if value is None:
-        if spec.nullable:
-            return None
-        raise ParamsError(f"'{key}' must be {spec.describe()}, got null")
-    # bool is a subclass of int: `seed: true` must not pass as an int.
-    if isinstance(value, bool) and bool not in _as_tuple(spec.type):
-        raise ParamsError(f"'{key}' must be {spec.describe()}, got {value!r}")
-    if not isinstance(value, spec.type):
-        raise ParamsError(f"'{key}' must be {spec.describe()}, got {value!r}")
-    if spec.choices is not None and value not in spec.choices:
-        raise ParamsError(f"'{key}' must be {spec.describe()}, got {value!r}")
-    if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
-        raise ParamsError(f"'{key}' must be {spec.describe()}, got {value!r}")
-    if spec.item is not None:
-        return [_check(v, spec.item, f"{key}[{i}]") for i, v in enumerate(value)]
+        return _check_keys(value, _keys(tp, meta, value, key), key + ".", tp)
+    if origin is list and isinstance(value, list):
+        return [_check(v, get_args(tp)[0], meta, f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is Literal:
+        ok = value in get_args(tp)
+    else:  # bool is a subclass of int: `seed: true` must not pass as an int
+        accepted = (int, float) if origin is float else origin  # YAML writes 1 for 1.0
+        ok = isinstance(value, accepted) and (origin is bool or not isinstance(value, bool))
+    lo, hi = meta.get("min"), meta.get("max")
+    if not ok or lo is not None and value < lo or hi is not None and value > hi:
+        got = "null" if value is None else repr(value)
+        raise ParamsError(f"'{key}' must be {_describe(tp, meta, nullable)}, got {got}")
     return value
 
 
-def _as_tuple(t: type | tuple[type, ...]) -> tuple[type, ...]:
-    return t if isinstance(t, tuple) else (t,)
-
-
-def _check_section(values: dict, schema: Schema, prefix: str = "") -> dict:
-    unknown = sorted(set(values) - set(schema))
-    if unknown:
-        known = ", ".join(sorted(schema))
+def _check_keys(values: dict, keys: Keys, prefix: str, section: Any = None) -> dict:
+    """Check a section's values key by key; fill in defaults; keep extra keys if allowed."""
+    unknown = sorted(set(values) - set(keys), key=str)
+    if unknown and not getattr(section, "extra_keys", False):
+        known = ", ".join(sorted(keys))
         raise ParamsError(f"unknown key '{prefix}{unknown[0]}' (known here: {known})")
     checked = {}
-    for name, spec in schema.items():
+    for name, (tp, meta, default) in keys.items():
         if name in values:
-            checked[name] = _check(values[name], spec, prefix + name)
-        elif isinstance(spec, Param) and spec.default is not MISSING:
-            checked[name] = spec.default
+            checked[name] = _check(values[name], tp, meta, prefix + name)
+        elif default is not MISSING:
+            checked[name] = default
         else:
             raise ParamsError(f"missing key '{prefix}{name}'")
-    return checked
+    return checked | {name: v for name, v in values.items() if name not in keys}
 
 
-def validate(values: dict, schema: Schema = SCHEMA) -> dict:
-    """Validate a whole params mapping; raise ParamsError naming the first bad key."""
+def validate(values: dict, schema: type[Section] | Keys = Params) -> dict:
+    """Validate a params mapping against a Section (or some of SCHEMA's keys); raise
+    ParamsError naming the first bad key."""
     if not isinstance(values, dict):
         raise ParamsError("params must be a mapping of sections")
-    return _check_section(values, schema)
+    return _check_keys(values, _keys(schema) if is_dataclass(schema) else schema, "", schema)
 
 
 def _yaml_problem(path: Path, err: yaml.YAMLError) -> str:

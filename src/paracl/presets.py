@@ -29,36 +29,6 @@ from paracl.params import ParamsError, validate
 
 PRESETS_DIR = Path("presets")
 
-# Every model a preset can name -> its transformers architecture. tests/test_presets.py
-# builds a tiny random model of each architecture and runs the code path the preset
-# uses it for, and fails when a preset names a model missing from this table.
-ARCHITECTURES: dict[str, str] = {
-    "bert-base-uncased": "bert",
-    "sentence-transformers/all-MiniLM-L6-v2": "bert",
-    "rinna/japanese-roberta-base": "roberta",
-    "gpt2": "gpt2",
-    "rinna/japanese-gpt2-medium": "gpt2",
-    "t5-base": "t5",
-    "sonoisa/t5-base-japanese-v1.1": "t5",
-    "facebook/bart-base": "bart",
-    "facebook/wmt19-en-de": "fsmt",
-    "facebook/wmt19-de-en": "fsmt",
-    "microsoft/deberta-v3-large": "deberta-v2",
-}
-
-# params keys (dotted) that name a model, and what the pipeline does with that model.
-MODEL_KEYS: dict[str, str] = {
-    "train_contrastive.base_model": "encoder",  # sentence-transformers bi-encoder
-    "rank_fluency.model.en": "causal_lm",  # perplexity (paraphrase.fluency)
-    "rank_fluency.model.ja": "causal_lm",
-    "adapt_t5.model.en": "t5_filler",  # sentinel blanks filled (negatives.generate)
-    "adapt_t5.model.ja": "t5_filler",
-    "roundtrip.forward_model": "translation",  # sampled translation (roundtrip.translate)
-    "roundtrip.backward_model": "translation",
-    "train_sts_scorer.base_model": "cross_encoder",  # CrossEncoder STS scorer
-    "train_paraphraser.base_model": "paraphraser",  # tagged generation (roundtrip.paraphraser)
-}
-
 
 def _yaml():
     from ruamel.yaml import YAML
@@ -176,14 +146,6 @@ def load_preset(name_or_path: str | Path, presets_dir: str | Path = PRESETS_DIR)
     return _plain(data)
 
 
-def merged_params(params_path: str | Path, preset: dict) -> dict:
-    """params.yaml with the preset merged in, validated (raises ParamsError naming the key)."""
-    base = _plain(_yaml().load(Path(params_path).read_text(encoding="utf-8")))
-    merged = deep_merge(base, preset)
-    validate(merged)
-    return merged
-
-
 def apply_preset(
     preset: dict, params_path: str | Path = "params.yaml", dry_run: bool = False
 ) -> list[tuple[str, Any, Any]]:
@@ -215,24 +177,6 @@ def apply_preset(
     with atomic_path(params_path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return changed
-
-
-def is_hub_id(value: str) -> bool:
-    """A hub id (`gpt2`, `org/name`), not a stand-in (`tiny-random:t5`) or a local directory."""
-    local = value.startswith(("/", ".", "~", "models/", "data/")) or Path(value).is_dir()
-    return not local and not value.startswith("tiny-random:")
-
-
-def preset_models(preset: dict) -> list[tuple[str, str, str]]:
-    """(params key, hub id, role) for every hub model the preset names."""
-    out = []
-    for key, role in MODEL_KEYS.items():
-        node: Any = preset
-        for part in key.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, str) and is_hub_id(node):
-            out.append((key, node, role))
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

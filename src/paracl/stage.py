@@ -1,6 +1,8 @@
 """What every stage script shares: logging, params, and clean failure messages.
 
-A stage script is `def main(params) -> None` plus `run(main)`. Errors that describe
+A stage script is `def main(params) -> None` plus `run(main)`; the paths it reads and
+writes come from dvc.yaml's `cmd:` (`args("corpus", "out")`), not from constants that
+would repeat dvc.yaml. Errors that describe
 bad input (params, artifacts, data files, models: every `paracl.errors.UserError`) end
 the stage with one line naming the culprit and exit status 1, instead of a traceback
 into library internals. Anything else is a bug and keeps its traceback. Outputs are
@@ -13,11 +15,25 @@ import gc
 import logging
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
 
 from paracl.errors import InputError, UserError
-from paracl.params import load_params
+from paracl.params import ParamsError, load_params
 
-__all__ = ["InputError", "UserError", "one_line", "run"]
+__all__ = ["InputError", "UserError", "args", "one_line", "run"]
+
+
+def args(*names: str) -> SimpleNamespace:
+    """The stage's command-line arguments by name: `args("candidates", "out")` for
+    `python stages/tag.py data/a.parquet data/b.parquet` (dvc.yaml's cmd). A wrong count
+    is a one-line usage error."""
+    values = sys.argv[1:]
+    if len(values) != len(names):
+        script = Path(sys.argv[0]).as_posix() if sys.argv else "stage"
+        usage = " ".join(n.upper() for n in names)
+        raise ParamsError(f"usage: python {script} {usage} (got {len(values)} arguments)")
+    return SimpleNamespace(**dict(zip(names, values, strict=True)))
 
 
 def one_line(err: BaseException) -> str:

@@ -16,6 +16,12 @@ pipeline at scale are the same for all of them, so they are kept in one place.
 The artifact is a directory of `part-NNNNN.parquet` files plus `_manifest.json` (each
 shard's rows and sha256), which DVC tracks with the directory; `paracl.io.read_parquet`
 and `iter_batches` read it like one file.
+
+Grouped shards (`group_shards`): rank_fluency keeps the best candidate of each sentence
+and tag removes a sentence's duplicate candidates, so all candidates of one sentence
+must be in the same shard; upstream stages write them as consecutive rows, so grouping
+while streaming is enough. `CountedShards` counts what a driver handed out, `prepend`
+puts back a peeked first shard.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 import pyarrow as pa
@@ -36,6 +42,7 @@ from paracl.distributed.executor import Done, make_executor
 from paracl.io import ShardedWriter, iter_batches
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -159,3 +166,82 @@ def map_shards(
     if resumed:
         log.info("resumed: %d of %d shards of %s were already done", resumed, count, out)
     return writer.finalize(count)
+
+
+def group_shards(
+    frames: Iterable[pd.DataFrame],
+    rows: int,
+    key: str = "id",
+    max_groups: int | None = None,
+) -> Iterator[pd.DataFrame]:
+    """Re-cut a stream of frames into shards of whole groups (consecutive rows with the
+    same `key`): a shard is closed at the first group boundary at or after `rows` rows,
+    so boundaries depend only on the data. `max_groups` stops after that many groups
+    (the first ones, in stream order); `CountedShards(..., key=key)` counts what was
+    handed out.
+    """
+    buffer: list[pd.DataFrame] = []
+    held = groups = 0
+    last = None
+
+    def emit() -> pd.DataFrame:
+        nonlocal held
+        shard = pd.concat(buffer, ignore_index=True)
+        buffer.clear()
+        held = 0
+        return shard
+
+    for frame in frames:
+        if frame.empty:
+            continue
+        ids = frame[key].to_numpy()
+        starts = [0] + [i for i in range(1, len(ids)) if ids[i] != ids[i - 1]]
+        if last is not None and ids[0] == last:
+            starts = starts[1:]  # the first group continues the previous frame's last one
+        cut = len(ids)
+        if max_groups is not None and groups + len(starts) > max_groups:
+            cut = starts[max_groups - groups]
+            starts = starts[: max_groups - groups]
+        # close the shard at each group start once it holds `rows` rows
+        pos = 0
+        for start in starts:
+            if held + (start - pos) >= rows and held + start - pos > 0:
+                buffer.append(frame.iloc[pos:start])
+                held += start - pos
+                pos = start
+                yield emit()
+            groups += 1
+        buffer.append(frame.iloc[pos:cut])
+        held += cut - pos
+        last = ids[cut - 1] if cut else last
+        if cut < len(ids):
+            break
+    if held:
+        yield emit()
+
+
+class CountedShards(Iterator[pd.DataFrame]):
+    """Shards passed on unchanged, counting what the driver handed out: `rows`, `shards`
+    and, given a `key` column, `groups` (runs of equal keys, as `group_shards` cuts them).
+    `sentences = CountedShards(parquet_shards(...))`; after `map_shards(fn, sentences, …)`
+    has drained it, `sentences.rows` is complete (one way to count, for every stage)."""
+
+    def __init__(self, shards: Iterable[pd.DataFrame], key: str | None = None):
+        self._shards = iter(shards)
+        self._key = key
+        self.rows = self.shards = self.groups = 0
+
+    def __next__(self) -> pd.DataFrame:
+        shard = next(self._shards)
+        self.rows += len(shard)
+        self.shards += 1
+        if self._key is not None and len(shard):
+            keys = shard[self._key].to_numpy()
+            self.groups += 1 + int((keys[1:] != keys[:-1]).sum())
+        return shard
+
+
+def prepend(first: T, rest: Iterable[T]) -> Iterator[T]:
+    """`first`, then `rest`: puts back the item taken to see whether a stream is empty."""
+    yield first
+    yield from rest

@@ -7,5 +7,6 @@ first adapted to the corpus by span-corruption denoising.
 
 Modules: `chunks` (noun chunks), `masking` (sentinels in, fills out), `generate`
 (batched beam search), `noise` (T5's random span mask), `adapt` (the denoising
-trainer), `standin` (the small random T5 used offline), `pipeline` (corpus → rows).
+trainer and the adapt_t5 stage's work), `standin` (the small random T5 used offline),
+`pipeline` (anchors → rows), `sharded` (the corrupt stage's work, shard by shard).
 """

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import pandas as pd
 
 from paracl.negatives.chunks import noun_chunk_spans
 from paracl.negatives.generate import T5Filler
 from paracl.negatives.masking import Masked, mask_spans, parse_fills, reassemble
+from paracl.params import ParamsError
 
 COUNT_NAMES = (
     "skipped_no_chunk",
@@ -41,6 +42,19 @@ class CorruptConfig:
     max_fill_tokens: int = 8
     on_missing: str = "original"  # original | drop
     chunk_batch_size: int = 64
+
+    @classmethod
+    def from_params(cls, cfg: dict) -> CorruptConfig:
+        """The `corrupt` params section's generation settings; beam search cannot return
+        more sequences than it has beams, so that is a params error, not a crash later."""
+        names = [f.name for f in fields(cls)]
+        config = cls(**{name: cfg[name] for name in names})
+        if config.num_return_sequences > config.num_beams:
+            raise ParamsError(
+                f"params.yaml: 'corrupt.num_return_sequences' ({config.num_return_sequences}) "
+                f"must be <= 'corrupt.num_beams' ({config.num_beams})"
+            )
+        return config
 
 
 def mask_texts(

@@ -6,16 +6,33 @@ shard of anchors into negative rows; the shard's counts (skipped, dropped, …) 
 with the rows as `frame.attrs["paracl_stats"]`, which pyarrow stores in the shard file's
 pandas metadata, so a resumed run still has the counts of the shards it did not redo
 (`shard_stats` reads them back; `pipeline.merge_stats` sums them).
+
+`corrupt_corpus` is the corrupt stage's work. The seeded anchor sample is drawn on the
+driver from the `lang` column alone and (id, text) is streamed: the driver holds
+max_sentences sample positions and the shards in flight, never the corpus. The output
+bytes depend on shard_size (shard boundaries), not on the engine or the worker count.
+The workers read the model from its directory (on a cluster: a path every node can
+read, e.g. a shared filesystem or Ray's runtime_env working_dir).
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
 
-from paracl.negatives.pipeline import CorruptConfig, corrupt
+from paracl import schemas
+from paracl.device import seed_everything
+from paracl.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
+from paracl.io import fingerprint, input_checksum, iter_batches, read_json
+from paracl.models import check_model_dir
+from paracl.negatives.chunks import PIPELINES
+from paracl.negatives.pipeline import CorruptConfig, corrupt, merge_stats
+from paracl.sampling import iter_sample
+
+log = logging.getLogger(__name__)
 
 STATS_KEY = "paracl_stats"
 _STATE: dict = {}  # per worker process: nlp, filler, config
@@ -56,3 +73,63 @@ def shard_stats(out: str | Path) -> list[dict]:
         if found is not None:
             stats.append(found)
     return stats
+
+
+def model_info(model: str) -> dict:
+    """What models/t5_adapted is (its paracl_t5.json, written by adapt_t5); a T5 folder
+    from elsewhere is described by its path."""
+    info_path = check_model_dir(model) / "paracl_t5.json"
+    return read_json(info_path) if info_path.exists() else {"model": model}
+
+
+def corrupt_corpus(corpus: str, model: str, out: str, params: dict) -> dict:
+    """Write hard negatives for a seeded sample of `corpus` (`corrupt.max_sentences`
+    anchors of `lang`) to the shard directory `out`, T5 read from `model`; return the
+    metrics (summed shard counts, what the model is, a few examples)."""
+    cfg, lang, seed = params["corrupt"], params["lang"], params["seed"]
+    seed_everything(seed)
+    config = CorruptConfig.from_params(cfg)
+    info = model_info(model)
+    key = fingerprint(cfg, seed, lang, input_checksum(corpus), input_checksum(model))
+    anchors = CountedShards(
+        stream_shards(iter_sample(corpus, cfg["max_sentences"], seed, lang), cfg["shard_size"])
+    )
+    meta = {"model": info, "chunker": PIPELINES[lang], "lang": lang, "seed": seed, "params": cfg}
+    manifest = map_shards(
+        corrupt_shard,
+        anchors,
+        out=out,
+        schema=schemas.NEGATIVES,
+        key=key,
+        engine=Engine.from_params(params),
+        metadata=meta,
+        model=True,
+        init=init_worker,
+        init_args=(str(Path(model).resolve()), lang, params["device"], cfg["threads"], config),
+        desc="corrupt shards",
+    )
+    if anchors.rows == 0:
+        log.warning(
+            "%s has no sentence of lang %r: wrote an empty negatives artifact", corpus, lang
+        )
+    stats = merge_stats(shard_stats(out))
+    first = next(iter_batches(out, batch_size=5, schema=schemas.NEGATIVES), pd.DataFrame())
+    log.info(
+        "%d anchors -> %d negatives (%.2f per anchor with any); %d without noun chunk",
+        stats["sentences_in"],
+        stats["negatives"],
+        stats["negatives_per_anchor"],
+        stats["skipped_no_chunk"],
+    )
+    return {
+        **stats,
+        "model": info.get("model"),
+        "stand_in": bool(info.get("stand_in", False)),
+        "adapted": bool(info.get("adapted", False)),
+        "chunker": PIPELINES[lang],
+        "lang": lang,
+        "n_shards": len(manifest["shards"]),
+        "examples": first.head(5)[["text", "masked", "negative"]].to_dict("records")
+        if len(first)
+        else [],
+    }

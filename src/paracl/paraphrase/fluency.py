@@ -18,6 +18,12 @@ Perplexities are rounded to `SIGNIFICANT` digits: they come from float32 logits,
 last bits can differ between runs of the same input on a CPU (a 1e-6 relative wobble
 was seen between two fresh runs), and the digits past float32 precision are noise that
 would make the same params give different bytes.
+
+`rank_candidates` is the rank_fluency stage's work: the candidates grouped by sentence
+into shards (`paracl.distributed.sharded`), `rank_shard` on each (in the driver with the
+local executor, on `model_workers` Ray actors each loading the LM once with `executor:
+ray`), and the metrics. The driver holds one shard per task in flight and, for the
+median in the metrics, one perplexity per pair.
 """
 
 from __future__ import annotations
@@ -33,8 +39,11 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from paracl import schemas
 from paracl.device import autocast, seed_everything, select_device
-from paracl.models import check_model_dir
+from paracl.distributed.sharded import CountedShards, Engine, group_shards, map_shards, prepend
+from paracl.io import fingerprint, input_checksum, iter_batches, iter_parts
+from paracl.models import ResolvedModel, check_model_dir
 
 log = logging.getLogger(__name__)
 
@@ -197,3 +206,90 @@ def rank_shard(cands: pd.DataFrame, index: int) -> pd.DataFrame:
     sentence's candidates are in the same shard; schemas.PPDB_PAIRS columns)."""
     ppl = _WORKER["scorer"].score(cands["candidate"].tolist())
     return choose(cands, ppl)
+
+
+# ---------------------------------------------------------------- the stage's driver
+
+
+def perplexities(path: str) -> np.ndarray:
+    """A pairs artifact's perplexity column, read alone (for the mean and median)."""
+    parts = [b["perplexity"].to_numpy() for _, b in iter_parts(path, 65536, columns=["perplexity"])]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def rank_candidates(
+    candidates: str, out: str, model: ResolvedModel, params: dict, upstream: dict, substituted: dict
+) -> dict:
+    """Write the lowest-perplexity candidate of each sentence of `candidates` (the first
+    `rank_fluency.max_sentences` sentences, in artifact order) to the shard directory
+    `out`; return the metrics. `upstream` is the candidates' metadata, `substituted`
+    ppdb_substitute's metrics (both carried into the metrics). Zero candidates give an
+    empty `out` and a note, and the model is never loaded."""
+    lang, cfg = params["lang"], params["rank_fluency"]
+    key = fingerprint(
+        "rank_fluency",
+        cfg,
+        lang,
+        params["seed"],
+        params["device"],
+        model.describe(),
+        input_checksum(candidates),
+    )
+    batches = iter_batches(candidates, batch_size=8192, schema=schemas.PPDB_CANDIDATES)
+    shards = group_shards(batches, cfg["shard_size"], key="id", max_groups=cfg["max_sentences"])
+    first = next(shards, None)
+    notes = []
+    if first is None:
+        notes.append(f"{candidates} has no candidates: no pairs (see metrics/ppdb_substitute.json)")
+        log.warning(notes[-1])
+    else:
+        log.info("ranking candidates with %s", model)
+    scored = CountedShards(() if first is None else prepend(first, shards), key="id")
+    manifest = map_shards(
+        rank_shard,
+        scored,
+        out=out,
+        schema=schemas.PPDB_PAIRS,
+        key=key,
+        engine=Engine.from_params(params),
+        metadata={
+            "stage": "rank_fluency",
+            "model": model.describe(),
+            "probability": upstream.get("probability"),
+            "stand_in_probability": upstream.get("stand_in_probability"),
+            "theta": upstream.get("theta"),
+            "lang": lang,
+        },
+        model=True,
+        init=None if first is None else init_worker,  # nothing to score: no model load
+        init_args=(
+            str(Path(model.path).resolve()),  # Ray workers run in another cwd
+            params["device"],
+            cfg["batch_size"],
+            cfg["max_batch_tokens"][lang],
+            params["seed"],
+        ),
+        desc="rank_fluency",
+    )
+    ppl = perplexities(out) if manifest["rows"] else np.zeros(0)
+    log.info("%d pairs → %s", manifest["rows"], out)
+    return {
+        "lang": lang,
+        "theta": upstream.get("theta"),
+        "model": model.describe(),
+        "probability": upstream.get("probability"),
+        "stand_in_probability": upstream.get("stand_in_probability"),
+        "dictionary": substituted.get("dictionary", {}),
+        "rules_kept_theta": substituted.get("rules_kept_theta"),
+        "sentences": substituted.get("sentences"),
+        "sentences_matched": substituted.get("sentences_matched"),
+        "candidates": substituted.get("candidates"),
+        "sentences_scored": scored.groups,
+        "candidates_scored": scored.rows,
+        "pairs": int(manifest["rows"]),
+        "perplexity_mean": round(float(ppl.mean()), 4) if len(ppl) else None,
+        "perplexity_median": round(float(np.median(ppl)), 4) if len(ppl) else None,
+        "max_sentences": cfg["max_sentences"],
+        "shards": len(manifest["shards"]),
+        "notes": notes,
+    }

@@ -19,17 +19,33 @@ first, then position), so the choice is deterministic. A candidate is the origin
 text with the matched character span replaced (`_splice`), so the rest of the sentence
 keeps its exact spelling and spacing; English spacing around the new phrase comes from
 sacremoses' MosesDetokenizer, Japanese is joined without spaces.
+
+`substitute_corpus` is the ppdb_substitute stage's work: the θ filter (Figure 2), then
+`substitute_shard` over the corpus in resumable shards of `shard_size` sentences
+(paracl.distributed.sharded, on `workers` processes or Ray tasks), and the metrics that
+say what was kept, matched and why nothing was. The kept rules reach every worker
+through the initializer, which builds the rule index once per worker process; the
+driver holds the rule table and index and one corpus shard per task in flight.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
 import pandas as pd
+
+from paracl import schemas
+from paracl.distributed.sharded import CountedShards, Engine, map_shards, parquet_shards
+from paracl.errors import InputError
+from paracl.io import fingerprint, input_checksum, iter_parts
+from paracl.paraphrase.dictionaries import DictionaryError, read_dictionary
+
+log = logging.getLogger(__name__)
 
 # Moses escapes these when tokenising with escape=True; PPDB has them unescaped.
 _MOSES_UNESCAPE = {
@@ -311,3 +327,123 @@ def substitute_shard(sentences: pd.DataFrame, index: int) -> pd.DataFrame:
         "n_candidates",
     ]
     return pd.DataFrame(list(rows), columns=columns)
+
+
+# ---------------------------------------------------------------- the stage's driver
+
+
+def keep_rules(rules: pd.DataFrame, theta: float) -> pd.DataFrame:
+    """The rules with p(d|s) >= theta, in table order (θ trades the number of
+    paraphrases for their precision: PPDB paper Figure 2)."""
+    return rules[rules["prob"] >= theta].reset_index(drop=True)
+
+
+def matched_sentences(path: str) -> int:
+    """Sentences with at least one candidate in a candidates artifact: a sentence's rows
+    are consecutive within one shard, so count id changes while streaming the id column."""
+    matched, prev = 0, None
+    for part, batch in iter_parts(path, 65536, columns=["id"]):
+        if batch.empty:
+            continue
+        ids = batch["id"]
+        new = ids != ids.shift()
+        new.iloc[0] = prev != (part, ids.iloc[0])  # a sentence may go on across batches
+        matched += int(new.sum())
+        prev = (part, ids.iloc[-1])
+    return matched
+
+
+@dataclass(frozen=True)
+class Substitution:
+    """What ppdb_substitute writes besides the candidates: the kept rules, their
+    metadata (with the metrics, which rank_fluency reports) and the metrics."""
+
+    rules: pd.DataFrame
+    metadata: dict
+    metrics: dict
+
+
+def substitute_corpus(
+    corpus: str, out: str, cfg: dict, lang: str, theta: float, engine: Engine
+) -> Substitution:
+    """Write the candidates of every sentence of `corpus` to the shard directory `out`
+    with the rules of `cfg["dictionary"][lang]` (the ppdb_substitute params section) that
+    have p >= theta. No rule left, or no sentence matched, is a valid outcome: `out` is
+    written empty (right schema) and the metrics' notes say why."""
+    spec = cfg["dictionary"][lang]
+    try:
+        table = read_dictionary(spec["path"], spec["format"])
+    except DictionaryError as err:
+        raise InputError(f"ppdb_substitute.dictionary.{lang}: {err}") from None
+    report = table.report()
+    kept = keep_rules(table.rules, theta)
+    max_words = cfg["max_phrase_words"][lang]
+    index = RuleIndex(kept, lang, max_words)
+    log.info(
+        "%s: %d rules read, %d with p >= theta=%s, %d usable",
+        spec["path"],
+        len(table.rules),
+        len(kept),
+        theta,
+        len(index),
+    )
+    notes = []
+    if len(index) == 0:
+        notes.append(f"no rule of {spec['path']} has p >= theta={theta}: nothing to substitute")
+        log.warning(notes[-1])
+    meta = {
+        "stage": "ppdb_substitute",
+        "probability": report["probability"],
+        "stand_in_probability": report["stand_in_probability"],
+        "dictionary": {"format": spec["format"], "path": spec["path"]},
+        "theta": theta,
+        "lang": lang,
+    }
+    key = fingerprint(
+        "ppdb_substitute", cfg, lang, theta, input_checksum(corpus), input_checksum(spec["path"])
+    )
+    sentences = CountedShards(parquet_shards(corpus, cfg["shard_size"], schemas.CORPUS))
+    manifest = map_shards(
+        substitute_shard,
+        sentences,
+        out=out,
+        schema=schemas.PPDB_CANDIDATES,
+        key=key,
+        engine=engine,
+        metadata=meta,
+        init=init_worker,
+        init_args=(
+            key,
+            kept[["source", "target", "prob"]],
+            lang,
+            max_words,
+            cfg["max_candidates"],
+            cfg["max_substitutions"],
+        ),
+        desc="ppdb_substitute",
+    )
+    n_cands = manifest["rows"]
+    matched = matched_sentences(out) if n_cands else 0
+    if sentences.rows and not n_cands and len(index):
+        notes.append(f"no sentence of {corpus} contains a source phrase of a kept rule")
+        log.warning(notes[-1])
+    metrics = {
+        "lang": lang,
+        "theta": theta,
+        "dictionary": report,
+        "rules_kept_theta": int(len(kept)),
+        "rules_usable": len(index),
+        "rules_too_long": index.too_long,
+        "sentences": sentences.rows,
+        "sentences_matched": matched,
+        "candidates": int(n_cands),
+        "candidates_per_matched_sentence": round(n_cands / matched, 4) if matched else 0.0,
+        "max_candidates": cfg["max_candidates"],
+        "max_substitutions": cfg["max_substitutions"],
+        "shards": len(manifest["shards"]),
+        "notes": notes,
+    }
+    log.info(
+        "%d of %d sentences matched, %d candidates → %s", matched, sentences.rows, n_cands, out
+    )
+    return Substitution(kept, {**meta, "metrics": metrics}, metrics)

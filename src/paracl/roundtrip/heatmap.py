@@ -3,7 +3,8 @@
 Each cell is the percentage of pairs whose semantic similarity (y) and BLEU (x) fall in
 it, on 10-point bins over 0–100. High-quality paraphrases sit bottom-right of the BLEU
 axis and top of the SIM axis. As in the paper (footnotes 2 and 12), only pairs with at
-least 4 words after symbol removal are counted: BLEU of shorter pairs is mostly 0.
+least 4 words after symbol removal are counted (`paracl.roundtrip.text.long_enough`):
+BLEU of shorter pairs is mostly 0.
 
 Two outputs per figure: a PNG for people and a CSV with one row per pair (sim_bin,
 bleu_bin) that `dvc plots` renders with its `confusion` template.
@@ -11,6 +12,7 @@ bleu_bin) that `dvc plots` renders with its `confusion` template.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -18,33 +20,17 @@ import numpy as np
 import pandas as pd
 
 from paracl.io import atomic_path
-from paracl.roundtrip.tagging import strip_symbols
+from paracl.plots import png_figure
 
 EDGES = list(range(0, 101, 10))
 LABELS = [f"{lo}-{lo + 10}" for lo in EDGES[:-1]]
+
+Panels = Mapping[str, tuple[np.ndarray, np.ndarray]]  # title -> (sim, bleu)
 
 
 def bin_label(value: float) -> str:
     """The 10-point bin of a score in [0, 100]; 100 falls in 90-100."""
     return LABELS[min(max(int(value // 10), 0), len(LABELS) - 1)]
-
-
-def long_enough(texts, paraphrases, lang: str, min_words: int) -> np.ndarray:
-    """Mask of pairs whose both sides have >= min_words words after symbol removal."""
-
-    def words(s: str) -> int:
-        stripped = strip_symbols(s, lang)
-        if lang == "ja":  # no spaces: count characters / 2 as a rough word count
-            return len(stripped.replace(" ", "")) // 2
-        return len(stripped.split())
-
-    return np.array(
-        [
-            words(a) >= min_words and words(b) >= min_words
-            for a, b in zip(texts, paraphrases, strict=True)
-        ],
-        dtype=bool,
-    )
 
 
 def plot_rows(sim: np.ndarray, bleu: np.ndarray) -> pd.DataFrame:
@@ -66,29 +52,38 @@ def write_csv(rows: pd.DataFrame, path: str | Path) -> None:
         rows.to_csv(tmp, index=False)
 
 
-def write_png(panels: Mapping[str, tuple[np.ndarray, np.ndarray]], path: str | Path) -> None:
+def write_csv_dir(panels: Panels, directory: str | Path) -> None:
+    """One CSV per panel in `directory`, named after the panel's tags (<SIM95><BLEU20> →
+    SIM95_BLEU20.csv). The directory is emptied first: a tag pair no longer requested
+    leaves no stale plot behind."""
+    directory = Path(directory)
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for tags, (sim, bleu) in panels.items():
+        name = tags.replace("><", "_").strip("<>")
+        write_csv(plot_rows(sim, bleu), directory / f"{name}.csv")
+
+
+def write_png(panels: Panels, path: str | Path) -> None:
     """One heatmap per panel title, side by side, with the percentage in each cell."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     n = max(len(panels), 1)
-    fig, axes = plt.subplots(1, n, figsize=(4.6 * n, 4.4), squeeze=False)
-    for ax, (title, (sim, bleu)) in zip(axes[0], panels.items(), strict=False):
-        matrix = percent_matrix(sim, bleu)
-        ax.imshow(matrix, origin="lower", cmap="Blues", vmin=0, vmax=max(matrix.max(), 1e-9))
-        for r in range(matrix.shape[0]):
-            for c in range(matrix.shape[1]):
-                if matrix[r, c] >= 0.5:
-                    ax.text(c, r, f"{matrix[r, c]:.0f}", ha="center", va="center", fontsize=6)
-        edges = [i - 0.5 for i in range(len(EDGES))]  # ticks on the bin edges
-        ax.set_xticks(edges, [str(e) for e in EDGES], fontsize=7)
-        ax.set_yticks(edges, [str(e) for e in EDGES], fontsize=7)
-        ax.set_xlabel("BLEU (surface similarity)")
-        ax.set_ylabel("SIM (semantic similarity)")
-        ax.set_title(f"{title} (n={len(sim)})", fontsize=9)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None})
-    plt.close(fig)
+    figure = png_figure(path, dpi=110, nrows=1, ncols=n, figsize=(4.6 * n, 4.4), squeeze=False)
+    with figure as (_, axes):
+        for ax, (title, (sim, bleu)) in zip(axes[0], panels.items(), strict=False):
+            _draw(ax, title, sim, bleu)
+
+
+def _draw(ax, title: str, sim: np.ndarray, bleu: np.ndarray) -> None:
+    matrix = percent_matrix(sim, bleu)
+    ax.imshow(matrix, origin="lower", cmap="Blues", vmin=0, vmax=max(matrix.max(), 1e-9))
+    for r in range(matrix.shape[0]):
+        for c in range(matrix.shape[1]):
+            if matrix[r, c] >= 0.5:
+                ax.text(c, r, f"{matrix[r, c]:.0f}", ha="center", va="center", fontsize=6)
+    edges = [i - 0.5 for i in range(len(EDGES))]  # ticks on the bin edges
+    ax.set_xticks(edges, [str(e) for e in EDGES], fontsize=7)
+    ax.set_yticks(edges, [str(e) for e in EDGES], fontsize=7)
+    ax.set_xlabel("BLEU (surface similarity)")
+    ax.set_ylabel("SIM (semantic similarity)")
+    ax.set_title(f"{title} (n={len(sim)})", fontsize=9)

@@ -11,19 +11,26 @@ blocks </s> before the minimum and forces it at the maximum).
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-import numpy as np
 import pandas as pd
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
 from paracl.device import autocast
 from paracl.roundtrip.tagging import ALL_TAGS
+from paracl.standins import seq2seq_model
 
 log = logging.getLogger(__name__)
+
+INFO_FILE = "paracl_paraphraser.json"  # in the model directory: what it was trained on
+SPLITS = ("train", "dev", "test")
 
 
 def add_tag_tokens(tokenizer, model) -> int:
@@ -146,6 +153,92 @@ def train(
     return history
 
 
+@dataclass
+class Trained:
+    """A paraphraser fine-tuned on tagged pairs, with what its metrics report."""
+
+    model: Any
+    tokenizer: Any
+    info: dict  # base model, whether it trained, split sizes: saved as INFO_FILE
+    history: list[dict]  # per epoch: train and dev loss
+    test_loss: float | None
+
+    def save(self, directory: str | Path) -> None:
+        """Model, tokenizer and INFO_FILE into `directory` (generate_paraphrases reads
+        INFO_FILE to know when there was nothing to train on)."""
+        self.model.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+        text = json.dumps(self.info, indent=2, sort_keys=True) + "\n"
+        (Path(directory) / INFO_FILE).write_text(text)
+
+    def metrics(self) -> dict:
+        best = min(self.history, key=lambda h: h["dev_loss"]) if self.history else None
+        return {
+            **self.info,
+            "epochs_run": len(self.history),
+            "best_epoch": best["epoch"] if best else None,
+            "best_dev_loss": best["dev_loss"] if best else None,
+            "test_loss": self.test_loss,
+            "history": self.history,
+        }
+
+    def loss_curve(self) -> pd.DataFrame:
+        return pd.DataFrame(self.history, columns=["epoch", "train_loss", "dev_loss"])
+
+
+def fine_tune(
+    pairs: pd.DataFrame, cfg: dict, seed: int, device: torch.device, source: str = "tagged pairs"
+) -> Trained:
+    """The base model (`cfg`: the train_paraphraser params) with the tag tokens added,
+    fine-tuned on the train split of `pairs` (the tag stage's output). With no training
+    pairs the model is returned untrained (info says so) rather than failing: an empty
+    tagged set is a valid outcome of a small or noisy run."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    splits = {s: pairs[pairs["split"] == s].reset_index(drop=True) for s in SPLITS}
+    with seq2seq_model(cfg["base_model"], seed=seed) as (path, desc):
+        tokenizer = AutoTokenizer.from_pretrained(str(path))
+        model = AutoModelForSeq2SeqLM.from_pretrained(str(path)).to(device)
+    added = add_tag_tokens(tokenizer, model)
+    history: list[dict] = []
+    test_loss = None
+    if len(splits["train"]) == 0:
+        log.warning(
+            "no training pairs in %s (%d rows in all): the paraphraser is saved untrained and "
+            "generate_paraphrases will produce nothing",
+            source,
+            len(pairs),
+        )
+    else:
+        if len(splits["dev"]) == 0:
+            log.warning("no dev pairs: early stopping watches the training loss instead")
+        history = train(
+            model,
+            tokenizer,
+            splits["train"],
+            splits["dev"],
+            lr=cfg["lr"],
+            batch_size=cfg["batch_size"],
+            max_epochs=cfg["max_epochs"],
+            patience=cfg["patience"],
+            max_length=cfg["max_length"],
+            seed=seed,
+            device=device,
+        )
+        if len(splits["test"]):
+            test_loss = evaluate_loss(
+                model, tokenizer, splits["test"], cfg["batch_size"], cfg["max_length"], device
+            )
+    info = {
+        "base_model": desc,
+        "stand_in": desc["stand_in"],
+        "trained": bool(history),
+        **{f"n_{s}": len(splits[s]) for s in SPLITS},
+        "tags_added": added,
+    }
+    return Trained(model, tokenizer, info, history, test_loss)
+
+
 class LengthWindow(LogitsProcessor):
     """Hold each sentence's output to [min_len[i], max_len[i]] generated tokens.
 
@@ -248,82 +341,3 @@ def generate(
             counts[i] = len(ids)
             outputs[i] = tokenizer.decode(ids, skip_special_tokens=True).strip()
     return outputs, counts
-
-
-def ratio_summary(counts: Sequence[int], lengths: Sequence[int]) -> dict:
-    """Output/input token-length ratios, to show the window was respected."""
-    ratios = np.array([c / n for c, n in zip(counts, lengths, strict=True) if n > 0])
-    if not len(ratios):
-        return {"min": None, "max": None, "mean": None}
-    return {"min": float(ratios.min()), "max": float(ratios.max()), "mean": float(ratios.mean())}
-
-
-# -- sharded generation (stages/generate_paraphrases.py → map_shards) -------------------
-
-_STATE: dict = {}  # per worker process: the paraphraser, its tokenizer, the STS scorer
-
-
-def init_worker(
-    model_dir: str,
-    scorer_dir: str,
-    device: str,
-    lang: str,
-    tags: Sequence[str],
-    gen: dict,
-) -> None:
-    """Load the paraphraser and the STS scorer once per worker (a Ray actor, or the
-    driver process locally), from directories this worker can read."""
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-    from paracl.device import select_device
-    from paracl.models import check_model_dir
-    from paracl.roundtrip import sts_scorer
-
-    check_model_dir(model_dir)
-    check_model_dir(scorer_dir)
-    dev = select_device(device)
-    _STATE.clear()
-    _STATE.update(
-        tokenizer=AutoTokenizer.from_pretrained(model_dir),
-        model=AutoModelForSeq2SeqLM.from_pretrained(model_dir).to(dev).eval(),
-        scorer=sts_scorer.load_scorer(scorer_dir, str(dev)),
-        device=dev,
-        lang=lang,
-        tags=list(tags),
-        gen=dict(gen),
-    )
-
-
-def generate_shard(frame: pd.DataFrame, index: int) -> pd.DataFrame:
-    """map_shards fn: every requested tag pair for one shard of (id, text) rows, scored
-    like the tagger scores candidates (STS ×100, sentence BLEU ×100); tag-major rows."""
-    from paracl.roundtrip import sts_scorer, tagging
-
-    tokenizer, model, scorer = _STATE["tokenizer"], _STATE["model"], _STATE["scorer"]
-    texts = frame["text"].tolist()
-    n_in = np.array(
-        [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts], dtype=np.int32
-    )
-    rows = []
-    for tags in _STATE["tags"]:
-        outputs, counts = generate(
-            model, tokenizer, texts, tags, device=_STATE["device"], **_STATE["gen"]
-        )
-        sim, bleu = tagging.score_pairs(
-            texts, outputs, lambda pairs: sts_scorer.predict(scorer, pairs), _STATE["lang"]
-        )
-        rows.append(
-            pd.DataFrame(
-                {
-                    "id": frame["id"].tolist(),
-                    "text": texts,
-                    "paraphrase": outputs,
-                    "tags": tags,
-                    "sim": sim,
-                    "bleu": bleu,
-                    "n_input_tokens": n_in,
-                    "n_output_tokens": np.array(counts, dtype=np.int32),
-                }
-            )
-        )
-    return pd.concat(rows, ignore_index=True)

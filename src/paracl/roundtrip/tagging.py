@@ -1,9 +1,8 @@
 """Surface/semantic similarity of a pair, its <SIMxx><BLEUxx> tags, and balanced splits.
 
-Paper §3.1: before measuring similarity, symbols other than letters, digits, whitespace,
-commas and periods are removed from both sentences, so that punctuation and quoting
-variants do not count as paraphrasing. Surface similarity is sentence BLEU ×100 on the
-lower-cased text; semantic similarity is a cross-encoder's STS score ×100.
+Paper §3.1: similarity is measured after symbol removal (`paracl.roundtrip.text`).
+Surface similarity is sentence BLEU ×100 on the lower-cased text; semantic similarity is
+a cross-encoder's STS score ×100.
 
 Paper §3.3/§4.1: a pair is high quality when SIM > 70 and BLEU <= 45. SIM is binned in
 steps of 5 (<SIM70> = (70, 75), …, <SIM95> = [95, 100]); BLEU in steps of 5 from 10
@@ -15,12 +14,14 @@ every cell, twice as many from a <BLEU0_5> cell (its range is twice as wide).
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import numpy as np
 import pandas as pd
+
+from paracl.params import ParamsError
+from paracl.roundtrip.text import strip_symbols
 
 SIM_MIN = 70.0  # high quality: SIM > SIM_MIN …
 BLEU_MAX = 45.0  # … and BLEU <= BLEU_MAX
@@ -30,21 +31,29 @@ ALL_TAGS = SIM_TAGS + BLEU_TAGS
 CELLS = [(s, b) for s in SIM_TAGS for b in BLEU_TAGS]  # the 48 tag pairs
 SPLITS = ("dev", "test", "train")  # filled in this order: the small held-out sets first
 
-# Commas and periods are kept; Japanese text uses 、 and 。 for them.
-_KEEP_PUNCT = {"en": ",.", "ja": ",.、。"}
-_SPACES = re.compile(r"\s+")
 # sacrebleu tokenizers: 13a is sacrebleu's (and WMT's) default for English; ja-mecab
 # segments Japanese with MeCab (IPAdic), since Japanese has no spaces between words.
 BLEU_TOKENIZE = {"en": "13a", "ja": "ja-mecab"}
+_TAG = re.compile(r"<[A-Z]+[0-9_]+>")
 
 
-def strip_symbols(text: str, lang: str = "en") -> str:
-    """Remove every character that is not a letter, digit, whitespace, comma or period."""
-    keep = _KEEP_PUNCT[lang]
-    chars = [
-        c for c in text if c.isspace() or c in keep or unicodedata.category(c)[0] in ("L", "N", "M")
-    ]
-    return _SPACES.sub(" ", "".join(chars)).strip()
+def parse_tags(
+    value: str, source: str = "params.yaml: 'generate_paraphrases.tags' entry"
+) -> tuple[str, str]:
+    """'<SIM95><BLEU20>' → ('<SIM95>', '<BLEU20>'): the tag pair a user asks the
+    paraphraser for. Anything else is a ParamsError whose message starts with `source`."""
+    found = _TAG.findall(value)
+    if (
+        "".join(found) != value.replace(" ", "")
+        or len(found) != 2
+        or found[0] not in SIM_TAGS
+        or found[1] not in BLEU_TAGS
+    ):
+        raise ParamsError(
+            f"{source} {value!r} must be one SIM tag ({', '.join(SIM_TAGS)}) "
+            f"followed by one BLEU tag ({', '.join(BLEU_TAGS)})"
+        )
+    return found[0], found[1]
 
 
 @lru_cache(maxsize=4)
@@ -173,57 +182,3 @@ def summarize_cells(counts: list[dict]) -> dict:
         if any(c[f"{s}_wanted"] is not None and c[s] < c[f"{s}_wanted"] for s in SPLITS)
     ]
     return {"n_cells": len(counts), "empty_cells": empty, "short_cells": short}
-
-
-# ---------------------------------------------------------------- sharded stage worker
-
-_WORKER: dict = {}  # per worker (process or Ray actor): the cross-encoder and settings
-
-
-def init_worker(
-    scorer_path: str, device: str, batch_size: int, lang: str, heatmap_min_words: int
-) -> None:
-    """Load the STS cross-encoder once per worker (a Ray actor calls this once)."""
-    from paracl.device import select_device
-    from paracl.roundtrip import sts_scorer
-
-    model_key = (str(scorer_path), device)
-    if _WORKER.get("model_key") != model_key:
-        _WORKER["model"] = sts_scorer.load_scorer(scorer_path, str(select_device(device)))
-        _WORKER["model_key"] = model_key
-    _WORKER.update(batch_size=batch_size, lang=lang, heatmap_min_words=heatmap_min_words)
-
-
-def score_shard(cands: pd.DataFrame, index: int) -> pd.DataFrame:
-    """map_shards function: every candidate of one shard with SIM, BLEU and tags.
-
-    Rows whose paraphrase is empty after symbol removal, or repeat an earlier
-    (id, paraphrase) of the shard (all of a sentence's candidates are in one shard), are
-    kept with `dropped` = "empty" / "duplicate" and no scores, so the driver can count
-    them from the artifact. `heatmap` marks scored pairs long enough for the heatmaps.
-    """
-    from paracl.roundtrip import heatmap, sts_scorer
-
-    lang = _WORKER["lang"]
-    out = cands.reset_index(drop=True).copy()
-    empty = np.array([not strip_symbols(p, lang) for p in out["paraphrase"]], dtype=bool)
-    dup = out.duplicated(["id", "paraphrase"], keep="first").to_numpy() & ~empty
-    keep = ~empty & ~dup
-    kept = out[keep]
-    sim, bleu = score_pairs(
-        kept["text"].tolist(),
-        kept["paraphrase"].tolist(),
-        lambda pairs: sts_scorer.predict(_WORKER["model"], pairs, _WORKER["batch_size"]),
-        lang,
-    )
-    out["sim"], out["bleu"] = np.nan, np.nan
-    out.loc[keep, "sim"], out.loc[keep, "bleu"] = sim, bleu
-    out["sim_tag"] = [sim_tag(s) if k else None for s, k in zip(out["sim"], keep, strict=True)]
-    out["bleu_tag"] = [bleu_tag(b) if k else None for b, k in zip(out["bleu"], keep, strict=True)]
-    out["dropped"] = np.where(empty, "empty", np.where(dup, "duplicate", None))
-    long = np.zeros(len(out), dtype=bool)
-    long[keep] = heatmap.long_enough(
-        kept["text"], kept["paraphrase"], lang, _WORKER["heatmap_min_words"]
-    )
-    out["heatmap"] = long
-    return out

@@ -14,9 +14,15 @@ Determinism: each batch is seeded from the run's seed, the setting, and the batc
 texts, so a batch gives the same output whichever shard or position it is run in (a
 resumed run reproduces an uninterrupted one), and whichever worker ran it.
 
-Sharded execution (stages/roundtrip.py → paracl.distributed.sharded.map_shards):
+Sharded execution (`round_trip_sharded` → paracl.distributed.sharded.map_shards):
 `init_worker` loads both translators once per worker (a Ray actor, or the driver
-process locally) and `round_trip_shard` translates one shard.
+process locally; stand-ins are built inside the worker, deterministically) and
+`round_trip_shard` translates one shard. The seeded `max_sentences` sample is drawn on
+the driver from the id column alone, then (id, text) is streamed: the driver holds the
+corpus ids while drawing, then the picked ids and the shards in flight, never the corpus
+text. Sentences keep corpus order; shard i holds sentences [i × shard_size,
+(i + 1) × shard_size) of the sample, so the output bytes depend on shard_size but not on
+the engine or workers.
 """
 
 from __future__ import annotations
@@ -31,7 +37,12 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from paracl import schemas
 from paracl.device import autocast
+from paracl.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
+from paracl.io import fingerprint, input_checksum
+from paracl.params import ParamsError
+from paracl.sampling import iter_sample
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +65,19 @@ class Sampling:
 
 
 PAPER_SETTINGS = (Sampling(20, 3.0), Sampling(30, 2.0))
+
+
+def decoding_settings(cfg: dict) -> list[Sampling]:
+    """The settings of the roundtrip params: one greedy setting (mode greedy), or the
+    (top_k[i], temperature[i]) pairs (mode sample), each used in both directions."""
+    if cfg["mode"] == "greedy":
+        return [Sampling()]
+    if len(cfg["top_k"]) != len(cfg["temperature"]) or not cfg["top_k"]:
+        raise ParamsError(
+            "params.yaml: 'roundtrip.top_k' and 'roundtrip.temperature' must be non-empty "
+            f"lists of equal length (pairs), got {cfg['top_k']} and {cfg['temperature']}"
+        )
+    return [Sampling(k, float(t)) for k, t in zip(cfg["top_k"], cfg["temperature"], strict=True)]
 
 
 def batch_seed(seed: int, tag: str, texts: Sequence[str]) -> int:
@@ -167,6 +191,43 @@ def round_trip(
     return out.sort_values(["id", "candidate"], kind="stable").reset_index(drop=True)
 
 
+def round_trip_sharded(
+    corpus: str | Path, out: str | Path, params: dict, models: dict
+) -> tuple[dict, int]:
+    """Every candidate of the seeded `max_sentences` sample of the corpus into the shard
+    directory `out` (resuming a crashed run); return (its manifest, sentences read).
+    `models`: the forward_model and backward_model descriptions, kept in the metadata."""
+    cfg, seed = params["roundtrip"], params["seed"]
+    settings = decoding_settings(cfg)
+    decode = {k: cfg[k] for k in ("batch_size", "max_new_tokens", "length_ratio", "num_beams")}
+    key = fingerprint(cfg, seed, params["lang"], input_checksum(corpus))
+    sample = iter_sample(corpus, cfg["max_sentences"], seed)
+    sentences = CountedShards(stream_shards(sample, cfg["shard_size"]))
+    manifest = map_shards(
+        round_trip_shard,
+        sentences,
+        out=out,
+        schema=schemas.ROUNDTRIP_CANDIDATES,
+        key=key,
+        engine=Engine.from_params(params),
+        metadata={"params": cfg, **models},
+        model=True,
+        init=init_worker,
+        init_args=(
+            cfg["forward_model"],
+            cfg["backward_model"],
+            cfg["src_lang_code"],
+            cfg["pivot_lang_code"],
+            params["device"],
+            settings,
+            seed,
+            decode,
+        ),
+        desc="roundtrip shards",
+    )
+    return manifest, sentences.rows
+
+
 _STATE: dict = {}  # per worker process: the loaded translators and the decoding config
 
 
@@ -183,7 +244,7 @@ def init_worker(
     """Load the two translators (stand-ins are built here, in the worker: seed 0 forward,
     seed 1 backward) unless this process already holds them."""
     from paracl.device import select_device
-    from paracl.roundtrip.standin import local_path
+    from paracl.standins import local_path
 
     dev = select_device(device)
     key = (forward_model, backward_model, src_lang_code, pivot_lang_code, str(dev))

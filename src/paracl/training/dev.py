@@ -17,6 +17,12 @@ from paracl.errors import InputError
 from paracl.evaluation.metrics import spearman
 from paracl.evaluation.readers import read_sts_pairs
 
+# The dev set per language (under data/raw, fetched by the fetch stage).
+DEV_SETS = {
+    "en": "data/raw/stsbenchmark/sts-dev.csv",
+    "ja": "data/raw/jglue/jsts-v1.3/valid-v1.3.json",
+}
+
 
 def read_sts(
     path: str | Path, max_pairs: int | None = None, seed: int = 0

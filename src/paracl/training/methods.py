@@ -1,40 +1,37 @@
-"""The training methods by name, and how each is run from its params section.
+"""A training method is one entry of params.yaml's `train_contrastive.methods`: the input
+it trains on, its loss (a module of paracl.training.losses) and that loss's own params.
 
-A method = an input artifact (given in params `train_contrastive.methods`) + an objective.
-`train_method` is everything the stage does: read input, build the encoder, train, save
-the inference model with its card (training/encoder.py, training/card.py).
+`method_spec` checks an entry; `train_method` is everything the stage does with it: read
+the input, build the encoder, train, save the inference model with its card
+(training/encoder.py, training/card.py).
 """
 
 from __future__ import annotations
 
-import logging
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from paracl.device import seed_everything
 from paracl.errors import InputError
-from paracl.io import read_parquet
 from paracl.models import resolve_model
 from paracl.params import ParamsError
-from paracl.training import objectives, parallel
+from paracl.training import parallel
 from paracl.training.card import model_card
 from paracl.training.checkpoint import Checkpoint
 from paracl.training.data import load_examples
 from paracl.training.dev import read_sts, sts_spearman
-from paracl.training.ebsim import EbsimObjective, build_triples
 from paracl.training.encoder import (
     build_encoder,
     copy_base,
-    embed,
     inference_model,
     is_sentence_transformer_dir,
     save_encoder,
     truncation,
 )
+from paracl.training.losses import LOSSES
 from paracl.training.trainer import TrainConfig, train
-
-log = logging.getLogger(__name__)
-
 
 SIMCSE = "Gao et al., SimCSE: Simple Contrastive Learning of Sentence Embeddings (EMNLP 2021)"
 PPDB = "Sugiyama et al., Paraphrase-based Contrastive Learning for Sentence Pair Modeling"
@@ -46,60 +43,91 @@ EBSIM = (
     "Contrastive Pre-training"
 )
 
+# What the model card and metrics say about the papers' methods (documentation only: a
+# method's behaviour is its entry). Other names are described by their loss.
+PAPERS: dict[str, tuple[str, str]] = {
+    "none": ("base model, no additional training", ""),
+    "simcse_unsup": ("SimCSE unsupervised: dropout positives", SIMCSE),
+    "simcse_sup": ("SimCSE supervised: NLI entailment/contradiction", SIMCSE),
+    "ppdb": ("PPDB paper Eq. 1: PPDB paraphrase positives", PPDB),
+    "roundtrip": ("round-trip paper: SimCSE + round-trip paraphrases", ROUNDTRIP),
+    "paraphraser": ("round-trip paper: SimCSE + tag-controlled BART", ROUNDTRIP),
+    "jcse": ("JCSE stage one: generated negatives, weight alpha (Eq. 4)", JCSE),
+    "jcse_two_stage": ("JCSE stage two on NLI, from the jcse encoder", JCSE),
+    "ams": ("additive margin scale loss + mega-batch mining (Alg. 2)", XPI),
+    "ebsim": ("EBSIM RA + AA triplet losses", EBSIM),
+    "ebsim_no_aa": ("EBSIM ablation -AA", EBSIM),
+}
+COMMON_KEYS = ("loss", "input", "data", "seed")  # every entry's keys; the rest: the loss's
+
 
 @dataclass(frozen=True)
-class Method:
-    family: str  # none | infonce | jcse | ams | ebsim
+class MethodSpec:
+    """One checked entry of train_contrastive.methods."""
+
+    name: str
+    loss: str  # "none" (save the base as it is) or a key of LOSSES
+    input: str  # what it trains on; with `data`, the encoder it continues from
+    data: str | None  # continued training (jcse_two_stage): the training data
+    seed: int | None  # overrides the top-level seed
+    params: Any  # the loss module's Params (None for "none")
     paper: str
-    hard_negatives: bool = False
-    aspects: tuple[str, ...] = ()
-    citation: str = ""  # the paper, for the model card
+    citation: str
+
+    @property
+    def start(self) -> str | None:
+        """The encoder training starts from, when it is not the base model."""
+        return self.input if self.data is not None else None
+
+    @property
+    def train_path(self) -> str:
+        return self.data if self.data is not None else self.input
+
+    def own_params(self) -> dict:
+        """The loss's params as the card and the checkpoint key record them."""
+        return dataclasses.asdict(self.params) if self.params is not None else {}
 
 
-METHODS: dict[str, Method] = {
-    "none": Method("none", "base model, no additional training"),
-    "simcse_unsup": Method("infonce", "SimCSE unsupervised: dropout positives", citation=SIMCSE),
-    "simcse_sup": Method(
-        "infonce", "SimCSE supervised: NLI entailment/contradiction", True, citation=SIMCSE
-    ),
-    "ppdb": Method("infonce", "PPDB paper Eq. 1: PPDB paraphrase positives", citation=PPDB),
-    "roundtrip": Method(
-        "infonce", "round-trip paper: SimCSE + round-trip paraphrases", citation=ROUNDTRIP
-    ),
-    "paraphraser": Method(
-        "infonce", "round-trip paper: SimCSE + tag-controlled BART", citation=ROUNDTRIP
-    ),
-    "jcse": Method(
-        "jcse", "JCSE stage one: generated negatives, weight alpha (Eq. 4)", True, citation=JCSE
-    ),
-    "jcse_two_stage": Method(
-        "jcse", "JCSE stage two on NLI, from the jcse encoder", True, citation=JCSE
-    ),
-    "ams": Method("ams", "additive margin scale loss + mega-batch mining (Alg. 2)", citation=XPI),
-    "ebsim": Method("ebsim", "EBSIM RA + AA triplet losses", aspects=("ra", "aa"), citation=EBSIM),
-    "ebsim_no_aa": Method("ebsim", "EBSIM ablation -AA", aspects=("ra",), citation=EBSIM),
-}
-
-
-def make_objective(name: str, model, cfg: dict):
-    spec = METHODS[name]
-    if spec.family == "infonce":
-        return objectives.infonce(model, cfg["temperature"], spec.hard_negatives)
-    if spec.family == "jcse":
-        return objectives.weighted_hard_negatives(cfg["temperature"], cfg[name]["alpha"])
-    if spec.family == "ams":
-        a = cfg["ams"]
-        return objectives.AdditiveMarginObjective(
-            a["margin"], a["scale"], a["gamma"], a["mine_k"], a["threshold"], embed
+def method_spec(name: str, entry: dict) -> MethodSpec:
+    """Check `train_contrastive.methods.<name>` (its common keys are checked by params.py)."""
+    where = f"train_contrastive.methods.{name}"
+    loss = entry["loss"]
+    own = {k: v for k, v in entry.items() if k not in COMMON_KEYS}
+    if loss == "none":
+        params = None
+        if own:
+            raise ParamsError(f"'{where}.{next(iter(own))}': loss none takes no params")
+    elif loss in LOSSES:
+        cls = LOSSES[loss].Params
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = [k for k in own if k not in known]
+        if unknown:
+            raise ParamsError(
+                f"unknown key '{where}.{unknown[0]}' (loss {loss} takes: {', '.join(known)})"
+            )
+        try:
+            params = cls(**own)
+        except (TypeError, ValueError) as err:
+            raise ParamsError(f"'{where}': {err}") from None
+    else:
+        raise ParamsError(
+            f"'{where}.loss': unknown loss {loss!r} (known: none, {', '.join(LOSSES)})"
         )
-    if spec.family == "ebsim":
-        return EbsimObjective(model, spec.aspects, cfg["ebsim"]["beta"], 2 * cfg["max_seq_length"])
-    raise ValueError(f"method {name!r} has no objective")
+    description, citation = PAPERS.get(name, (f"{loss} loss", ""))
+    return MethodSpec(
+        name,
+        loss,
+        entry["input"],
+        entry.get("data"),
+        entry.get("seed"),
+        params,
+        description,
+        citation,
+    )
 
 
 def train_method(
-    name: str,
-    input_path: str,
+    spec: MethodSpec,
     cfg: dict,
     seed: int,
     device,
@@ -108,24 +136,20 @@ def train_method(
     logger=None,
     checkpoint: Checkpoint | None = None,
 ) -> dict:
-    """Train (or, for `none`, just save) one encoder; returns the metrics to record.
+    """Train (or, for loss `none`, just save) one encoder; returns the metrics to record.
     `checkpoint`: where training saves and resumes its state (training/checkpoint.py)."""
-    if name not in METHODS:
-        raise ParamsError(
-            f"train_contrastive: unknown method {name!r} (known: {', '.join(METHODS)})"
-        )
-    spec = METHODS[name]
     base_id = cfg["base_model"]
-    if name == "jcse_two_stage":
-        base_id = cfg["jcse_two_stage"]["init"]
+    if spec.start is not None:
+        base_id = spec.start
         if not Path(base_id).is_dir():
             raise InputError(
-                f"{base_id}: the stage-one encoder is missing; train method jcse first"
+                f"{base_id}: the encoder that {spec.name} continues from is missing; "
+                "train that method first"
             )
     resolved = resolve_model(base_id)
     seed_everything(seed)  # EBSIM's heads and any fresh layer are initialised from here on
     # `none` with a sentence-transformers base: that base as published (its own pooling)
-    as_is = spec.family == "none" and is_sentence_transformer_dir(resolved.path)
+    as_is = spec.loss == "none" and is_sentence_transformer_dir(resolved.path)
     model = build_encoder(
         resolved.path,
         None if as_is else cfg["pooling"],
@@ -146,7 +170,7 @@ def train_method(
         inference = inference_model(model)
         with truncation(inference, saved_length):
             return model_card(
-                method=name,
+                method=spec.name,
                 description=spec.paper,
                 citation=spec.citation,
                 load_path=out_dir.as_posix(),
@@ -157,12 +181,12 @@ def train_method(
             )
 
     metrics = {
-        "method": name,
+        "method": spec.name,
         "paper": spec.paper,
         "model": resolved.describe(),
-        "input": input_path,
+        "input": spec.input,
     }
-    if spec.family == "none":
+    if spec.loss == "none":
         if parallel.is_main():  # nothing to train: rank 0 alone scores and saves
             metrics["dev_spearman"] = round(dev_score(inference_model(model)), 4)
             if logger:
@@ -175,44 +199,26 @@ def train_method(
         return metrics
 
     model.max_seq_length = cfg["max_seq_length"]  # training truncation (SimCSE: 32)
-
-    batch = cfg["batch_size"]
-    if spec.family == "ebsim":
-        raw = read_parquet(input_path)  # the corpus itself: titles and documents
-        examples = build_triples(
-            raw,
-            model,
-            cfg["ebsim"]["eta"],
-            cfg["ebsim"]["max_mask"],
-            seed,
-            cfg["max_examples"],
-            input_path,
-        )
+    module = LOSSES[spec.loss]
+    if hasattr(module, "examples"):
+        examples = module.examples(spec.train_path, model, spec.params, cfg, seed)
         metrics["triples"] = examples["kind"].value_counts().sort_index().to_dict()
     else:
-        examples = load_examples(input_path, cfg["max_examples"], seed)
-    if spec.hard_negatives and examples["negative"].isna().any():
-        raise InputError(f"{input_path}: method {name} needs a 'negative' for every row")
-    objective = make_objective(name, model, cfg)
+        examples = load_examples(spec.train_path, cfg["max_examples"], seed)
+    objective = module.objective(model, spec.params, cfg)
+    if "negative" in getattr(objective, "column_names", ()) and examples["negative"].isna().any():
+        raise InputError(f"{spec.train_path}: method {spec.name} needs a 'negative' for every row")
     config = TrainConfig(
         lr=cfg["lr"],
         epochs=cfg["epochs"],
-        batch_size=batch,
+        batch_size=cfg["batch_size"],
         mini_batch_size=cfg["mini_batch_size"],
         patience=cfg["patience"],
         seed=seed,
-        mega_batch=cfg["ams"]["mega_batch"] if spec.family == "ams" else 1,
+        mega_batch=objective.mega_batch,
     )
-    extra = list(objective.loss_fn.parameters()) if spec.family == "ebsim" else None
     result = train(
-        model,
-        examples,
-        objective,
-        config,
-        dev_score,
-        logger,
-        extra,
-        checkpoint,
+        model, examples, objective, config, dev_score, logger, objective.parameters(), checkpoint
     )
     metrics.update(
         {
@@ -236,19 +242,18 @@ def train_method(
         text = card(
             metrics["dev_spearman"],
             train_max_seq_length=cfg["max_seq_length"],
-            data=input_path,
+            data=spec.train_path,
             examples=len(examples),
-            params=card_params(name, cfg, seed),
+            params=card_params(spec, cfg, seed),
             training=training,
         )
         save_encoder(model, out_dir, saved_length, text)
     return metrics
 
 
-def card_params(name: str, cfg: dict, seed: int) -> dict:
-    """The params that shaped this encoder: the shared ones and this method's own section
-    (not the other methods' sections, the input map or checkpoint_every)."""
-    own = {"jcse": name, "ams": "ams", "ebsim": "ebsim"}.get(METHODS[name].family)
-    skip = ("methods", "checkpoint_every")
-    keep = {k: v for k, v in cfg.items() if k not in skip and (not isinstance(v, dict) or k == own)}
-    return {"seed": seed, **keep}
+def card_params(spec: MethodSpec, cfg: dict, seed: int) -> dict:
+    """The params that shaped this encoder: the shared ones and the method's own (not the
+    other methods' entries or checkpoint_every)."""
+    shared = {k: v for k, v in cfg.items() if k not in ("methods", "checkpoint_every")}
+    own = spec.own_params()
+    return {"seed": seed, **shared, **({spec.name: own} if own else {})}

@@ -1,14 +1,33 @@
-"""Contrastive losses of the papers that sentence-transformers does not ship, one per file.
+"""The contrastive losses of the papers: one module per loss, named in params.yaml.
 
-Every loss here works on embeddings (or, for EBSIM, on cross-encoded pair scores), not on
-tokenised features: the trainer computes the embeddings (with GradCache when a batch is
-split into mini-batches), so one loss implementation serves full and cached batches alike.
-InfoNCE with in-batch negatives (PPDB paper Eq. 1, SimCSE) is sentence-transformers'
-MultipleNegativesRankingLoss and is used from there.
+A method entry `train_contrastive.methods.<name>: {loss: <loss>, input: ..., ...}` picks
+its module from `LOSSES`. Each module owns everything its loss needs:
+
+- `Params`: a frozen dataclass of the entry's own keys, with the papers' defaults;
+- `objective(model, params, cfg) -> objective`: what the trainer optimises (the columns
+  to embed, the loss on their embeddings, any batch preparation such as AMS's
+  mega-batch mining; cfg = the shared train_contrastive keys);
+- optionally `examples(path, model, params, cfg, seed) -> DataFrame`, where the training
+  rows are not the input's pairs as they are (EBSIM builds triples from the corpus).
+
+Adding a loss = one file here + one line in LOSSES. InfoNCE with in-batch negatives is
+sentence-transformers' MultipleNegativesRankingLoss; the others are implemented on
+embeddings (or, for EBSIM, cross-encoded pair scores), so one implementation serves full
+and GradCache'd batches alike.
 """
 
+from types import ModuleType
+
+from paracl.training.losses import additive_margin, ebsim_triplet, infonce, weighted_hard_negative
 from paracl.training.losses.additive_margin import AdditiveMarginScaleLoss
 from paracl.training.losses.ebsim_triplet import EbsimTripletLoss
 from paracl.training.losses.weighted_hard_negative import WeightedHardNegativeLoss
 
-__all__ = ["AdditiveMarginScaleLoss", "EbsimTripletLoss", "WeightedHardNegativeLoss"]
+LOSSES: dict[str, ModuleType] = {
+    "infonce": infonce,  # SimCSE (unsup/sup), PPDB, round-trip, paraphraser
+    "jcse": weighted_hard_negative,  # JCSE Eq. 4 (stage one alpha 0, stage two alpha 1)
+    "ams": additive_margin,  # cross-lingual PI: additive margin + mega-batch mining
+    "ebsim": ebsim_triplet,  # EBSIM RA + AA triplets from titled documents
+}
+
+__all__ = ["LOSSES", "AdditiveMarginScaleLoss", "EbsimTripletLoss", "WeightedHardNegativeLoss"]

@@ -7,15 +7,21 @@ negatives keep weight alpha^0 = 1. So alpha = 0 (JCSE stage one) drops the gener
 contradiction of the anchor itself from its denominator while still using the others as
 negatives, and alpha = 1 (stage two) is exactly SimCSE's supervised loss, i.e.
 sentence-transformers' MultipleNegativesRankingLoss with a negatives column (tested).
+
+Used by jcse (alpha 0, on generated negatives) and jcse_two_stage (alpha 1, on NLI,
+continuing from the jcse encoder).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from paracl.training.objectives import BiEncoderObjective
 
 
 class WeightedHardNegativeLoss(nn.Module):
@@ -41,3 +47,23 @@ class WeightedHardNegativeLoss(nn.Module):
             neg = neg.masked_fill(eye, -math.inf)
         logits = torch.cat([pos, neg], dim=1)
         return (torch.logsumexp(logits, dim=1) - pos.diagonal()).mean()
+
+
+@dataclass(frozen=True)
+class Params:
+    """The method entry's own keys (params.yaml train_contrastive.methods.<name>)."""
+
+    alpha: float = 0.0  # weight of the anchor's own hard negative (Eq. 4)
+
+    def __post_init__(self) -> None:
+        if self.alpha < 0:
+            raise ValueError(f"alpha must be >= 0, got {self.alpha}")
+
+
+def objective(model, params: Params, cfg: dict) -> BiEncoderObjective:
+    loss = WeightedHardNegativeLoss(cfg["temperature"], params.alpha)
+    return BiEncoderObjective(
+        ["anchor", "positive", "negative"],
+        lambda r: loss(r[0], r[1], r[2]),
+        f"JCSE(alpha={params.alpha})",
+    )
