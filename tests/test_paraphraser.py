@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from test_roundtrip import TEXTS, own_params, run_own, write_corpus
+from stage_helpers import run_stage
+from test_roundtrip import TEXTS, own_params, write_corpus
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from paracl import schemas
@@ -155,17 +156,17 @@ def test_pipeline_on_empty_set(tmp_path, monkeypatch, tiny_bert):
     cands["candidate"] = cands["candidate"].astype("int32")
     write_parquet(cands, "data/roundtrip/candidates.parquet", schemas.ROUNDTRIP_CANDIDATES)
     params = _params()
-    run_own("tag", params)
+    run_stage("tag", params)
     metrics = json.loads(Path("metrics/roundtrip/tag.json").read_text())
     assert metrics["n_candidates"] == 3 and metrics["n_empty"] == 1 and metrics["n_scored"] == 2
     assert metrics["n_high_quality"] == 0 and metrics["n_empty_cells"] == 48
     assert len(read_parquet("data/roundtrip/tagged.parquet", schemas.ROUNDTRIP_TAGGED)) == 0
     assert Path("metrics/roundtrip/candidates_heatmap.png").stat().st_size > 0
 
-    run_own("train_paraphraser", params)
+    run_stage("train_paraphraser", params)
     info = json.loads(Path("models/paraphraser/paracl_paraphraser.json").read_text())
     assert info["trained"] is False and info["stand_in"] is True
-    run_own("generate_paraphrases", params)
+    run_stage("generate_paraphrases", params)
     out = read_parquet("data/paraphraser/generated.parquet", schemas.GENERATED_PARAPHRASES)
     assert len(out) == 0
     assert json.loads(Path("metrics/roundtrip/generate.json").read_text())["n_generated"] == 0
@@ -177,10 +178,10 @@ def test_pipeline_trains_and_generates_with_requested_tags(tmp_path, monkeypatch
     _scorer(tiny_bert, Path("models/sts_scorer"))
     write_parquet(tagged_frame(), "data/roundtrip/tagged.parquet", schemas.ROUNDTRIP_TAGGED)
     params = _params()
-    run_own("train_paraphraser", params)
+    run_stage("train_paraphraser", params)
     metrics = json.loads(Path("metrics/roundtrip/paraphraser.json").read_text())
     assert metrics["trained"] and metrics["epochs_run"] == 2 and metrics["test_loss"] is not None
-    run_own("generate_paraphrases", params)
+    run_stage("generate_paraphrases", params)
     out = read_parquet("data/paraphraser/generated.parquet", schemas.GENERATED_PARAPHRASES)
     assert len(out) == 3 * 3
     assert set(out["tags"]) == set(params["generate_paraphrases"]["tags"])
@@ -189,7 +190,7 @@ def test_pipeline_trains_and_generates_with_requested_tags(tmp_path, monkeypatch
     assert len(list(Path("metrics/roundtrip/heatmaps/generated").glob("*.csv"))) == 3
     out_dir = Path("data/paraphraser/generated.parquet")  # a shard directory
     first = {p.name: p.read_bytes() for p in out_dir.iterdir()}
-    run_own("generate_paraphrases", params)
+    run_stage("generate_paraphrases", params)
     assert {p.name: p.read_bytes() for p in out_dir.iterdir()} == first
 
 
@@ -198,6 +199,8 @@ def test_generate_rejects_bad_tags(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ParamsError, match="SIM tag"):
-        run_own("generate_paraphrases", _params(generate_paraphrases={"tags": ["<BLEU20><SIM95>"]}))
+        run_stage(
+            "generate_paraphrases", _params(generate_paraphrases={"tags": ["<BLEU20><SIM95>"]})
+        )
     with pytest.raises(ParamsError, match="min_ratio' exceeds"):
-        run_own("generate_paraphrases", _params(generate_paraphrases={"min_ratio": 2.0}))
+        run_stage("generate_paraphrases", _params(generate_paraphrases={"min_ratio": 2.0}))

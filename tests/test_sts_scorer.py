@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from test_roundtrip import run_own
+from stage_helpers import run_stage
 
 from paracl.params import SCHEMA, ParamsError, validate
 from paracl.roundtrip import scoring, sts_scorer, tagging, text
@@ -196,7 +196,7 @@ def test_stage_writes_kind_and_metrics_deterministically(tiny_bert, tmp_path, mo
     params = _own_params(
         kind="bi_encoder", base_model=str(tiny_bert), max_train_pairs=24, **CFG, n_seeds=2
     )
-    run_own("train_sts_scorer", params)
+    run_stage("train_sts_scorer", params)
     first = {p.name: p.read_bytes() for p in Path("models/sts_scorer").iterdir() if p.is_file()}
     metrics = json.loads(Path("metrics/roundtrip/sts_scorer.json").read_text())
     assert metrics["kind"] == "bi_encoder" and metrics["paper_model"] is False
@@ -205,11 +205,11 @@ def test_stage_writes_kind_and_metrics_deterministically(tiny_bert, tmp_path, mo
     assert [r["seed"] for r in metrics["runs"]] == [params["seed"], params["seed"] + 1]
     assert np.isfinite(metrics["test"]["spearman"]) and np.isfinite(metrics["dev"]["spearman"])
     assert json.loads(first[sts_scorer.KIND_FILE])["kind"] == "bi_encoder"
-    run_own("train_sts_scorer", params)
+    run_stage("train_sts_scorer", params)
     again = {p.name: p.read_bytes() for p in Path("models/sts_scorer").iterdir() if p.is_file()}
     assert again == first
 
-    run_own(
+    run_stage(
         "train_sts_scorer",
         {**params, "train_sts_scorer": {**params["train_sts_scorer"], "kind": "cross_encoder"}},
     )
@@ -218,7 +218,7 @@ def test_stage_writes_kind_and_metrics_deterministically(tiny_bert, tmp_path, mo
     assert sts_scorer.scorer_kind("models/sts_scorer") == "cross_encoder"
 
     with pytest.raises(ParamsError, match="epochs"):
-        run_own(
+        run_stage(
             "train_sts_scorer",
             {
                 **params,
@@ -279,7 +279,7 @@ def test_default_scorer_reaches_80_spearman_on_stsb_test(mirror, tmp_path, monke
     started, threads = time.perf_counter(), torch.get_num_threads()
     torch.set_num_threads(min(2, os.cpu_count() or 1))  # the module runs on one thread
     try:
-        run_own("train_sts_scorer", params)
+        run_stage("train_sts_scorer", params)
     finally:
         torch.set_num_threads(threads)
     metrics = json.loads(Path("metrics/roundtrip/sts_scorer.json").read_text())
