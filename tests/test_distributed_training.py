@@ -171,8 +171,9 @@ def test_processes_param_relaunches_under_torchrun(tmp_path, no_dropout_bert):
     params["train_contrastive"]["processes"] = 2
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "LOCAL_RANK")}
+    script, *paths = stage_argv("train_contrastive@ppdb", params)
     subprocess.run(
-        [sys.executable, *stage_argv("train_contrastive@ppdb", params)],
+        [sys.executable, str(REPO / script), *paths],
         cwd=tmp_path,
         env=env,
         check=True,
