@@ -4,7 +4,8 @@
 
 With `adapt_t5.enabled: false` the base model is saved unchanged, so the corrupt stage
 always reads the same directory; its paracl_t5.json says what it is
-(paracl.negatives.adapt.adapt_corpus).
+(paracl.negatives.adapt.adapt_corpus). A causal LM (the default) is not adapted: the
+directory gets only paracl_t5.json naming it, in well under a second.
 """
 
 from paracl.io import write_json

@@ -1,9 +1,11 @@
 """Stage generate_paraphrases: corpus sentences × requested tags → controlled paraphrases.
 
-    python stages/generate_paraphrases.py CORPUS MODEL SCORER OUT METRICS HEATMAP_DIR HEATMAP_PNG
+    python stages/generate_paraphrases.py CORPUS MODEL SCORER OUT BASELINE METRICS \
+        HEATMAP_DIR HEATMAP_PNG
 
 Each output is scored as the tagger scores candidates, so the metrics and heatmaps (paper
-Figure 3) show whether the tags were obeyed (paracl.roundtrip.tag_adherence). A seeded
+Figure 3) show whether the tags were obeyed (paracl.roundtrip.tag_adherence), next to the
+same paraphraser prompted with no tags (BASELINE, with `baseline: true`). A seeded
 sample of `max_sentences` is generated shard by shard (resumable; Ray actors on
 `executor: ray`, each loading the paraphraser and the scorer once: see
 paracl.roundtrip.generation); output bytes depend on shard_size, not on the engine.
@@ -22,7 +24,9 @@ log = logging.getLogger("generate_paraphrases")
 
 
 def main(params: dict) -> None:
-    paths = args("corpus", "model", "scorer", "out", "metrics", "heatmap_dir", "heatmap_png")
+    paths = args(
+        "corpus", "model", "scorer", "out", "baseline", "metrics", "heatmap_dir", "heatmap_png"
+    )
     cfg, lang, seed = params["generate_paraphrases"], params["lang"], params["seed"]
     requested = [tagging.parse_tags(t) for t in cfg["tags"]]
     generation.settings(cfg)  # a bad length window fails before any work
@@ -41,14 +45,30 @@ def main(params: dict) -> None:
     manifest, n_sentences = generation.generate_sharded(
         paths.corpus, paths.model, paths.scorer, paths.out, params, info, tags
     )
-    per_tag, panels = tag_adherence.measure(paths.out, requested, lang, cfg["heatmap_min_words"])
+    base, _ = generation.generate_sharded(
+        paths.corpus,
+        paths.model,
+        paths.scorer,
+        paths.baseline,
+        params,
+        info,
+        [tag_adherence.BASELINE],
+        run=cfg["baseline"],
+    )
+    per_tag, panels = tag_adherence.measure(
+        paths.out, requested, lang, cfg["heatmap_min_words"], paths.baseline
+    )
     heatmap.write_csv_dir(panels, paths.heatmap_dir)
     heatmap.write_png(panels, paths.heatmap_png)
     metrics = {
         "paraphraser": info,
+        "model": info.get("base_model", {}).get("id"),
         "stand_in": bool(info["stand_in"]),
+        "paper_model": bool(info.get("paper_model", False)),
+        "baseline": "the same paraphraser prompted with no tags" if base["rows"] else None,
         "n_sentences": n_sentences,
         "n_generated": manifest["rows"],
+        "n_baseline": base["rows"],
         "n_shards": len(manifest["shards"]),
         "per_tag": per_tag,
     }

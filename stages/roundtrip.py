@@ -15,7 +15,6 @@ from paracl.device import seed_everything, select_device
 from paracl.io import write_json
 from paracl.roundtrip import translate
 from paracl.stage import args, run
-from paracl.standins import describe
 
 log = logging.getLogger("roundtrip")
 
@@ -25,16 +24,19 @@ def main(params: dict) -> None:
     cfg, seed = params["roundtrip"], params["seed"]
     seed_everything(seed)
     settings = translate.decoding_settings(cfg)
+    device = select_device(params["device"])
     models = {
-        "forward_model": describe(cfg["forward_model"], seed=0),
-        "backward_model": describe(cfg["backward_model"], seed=1),
+        "forward_model": translate.describe(cfg["forward_model"], 0, device),
+        "backward_model": translate.describe(cfg["backward_model"], 1, device),
     }
+    # the paper's models (§4.1); anything else is a deviation, named in every metrics file
+    models["paper_model"] = (cfg["forward_model"], cfg["backward_model"]) == translate.PAPER_MODELS
     started = time.perf_counter()
     manifest, n_sentences = translate.round_trip_sharded(
         paths.corpus, paths.candidates, params, models
     )
     seconds = time.perf_counter() - started
-    stand_in = any(m["stand_in"] for m in models.values())
+    stand_in = models["forward_model"]["stand_in"] or models["backward_model"]["stand_in"]
     write_json(
         {
             **models,
@@ -45,7 +47,7 @@ def main(params: dict) -> None:
             "n_candidates": manifest["rows"],
             "candidates_per_sentence": len(settings) ** 2,
             "n_shards": len(manifest["shards"]),
-            "device": select_device(params["device"]).type,
+            "device": device.type,
         },
         paths.metrics,
     )

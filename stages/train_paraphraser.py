@@ -1,4 +1,5 @@
-"""Stage train_paraphraser: tagged pairs → a BART paraphraser with the tags as tokens.
+"""Stage train_paraphraser: tagged pairs → a paraphraser with the tags as tokens (BART as
+in the paper, or a decoder-only causal LM offline: paracl.roundtrip.paraphraser).
 
     python stages/train_paraphraser.py TAGGED MODEL METRICS LOSS_CSV
 
@@ -20,7 +21,7 @@ def main(params: dict) -> None:
     device = select_device(params["device"])
     pairs = read_parquet(paths.tagged, schemas.ROUNDTRIP_TAGGED)
     trained = paraphraser.fine_tune(
-        pairs, params["train_paraphraser"], seed, device, source=paths.tagged
+        pairs, params["train_paraphraser"], seed, device, source=paths.tagged, lang=params["lang"]
     )
     with atomic_dir(paths.model) as tmp:
         trained.save(tmp)

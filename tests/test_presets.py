@@ -47,7 +47,8 @@ MODEL_KEYS: dict[str, str] = {
     "roundtrip.forward_model": "translation",  # sampled translation (roundtrip.translate)
     "roundtrip.backward_model": "translation",
     "train_sts_scorer.base_model": "cross_encoder",  # CrossEncoder STS scorer
-    "train_paraphraser.base_model": "paraphraser",  # tagged generation (roundtrip.paraphraser)
+    "train_paraphraser.base_model.en": "paraphraser",  # tagged generation (roundtrip.paraphraser)
+    "train_paraphraser.base_model.ja": "paraphraser",
 }
 
 
@@ -119,7 +120,7 @@ def test_apply_keeps_comments_and_order(params_copy, capsys):
         assert comment in after
     loaded = yaml.safe_load(after)
     assert list(loaded) == order
-    assert loaded["train_paraphraser"]["base_model"] == "facebook/bart-base"
+    assert loaded["train_paraphraser"]["base_model"]["en"] == "facebook/bart-base"
     assert "tasks: [unsup_sts_en, pi_en, esci_en" in after  # lists stay in flow style
     validate(loaded)
     # applying again changes nothing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -128,7 +129,15 @@ def _params(tmp_path: Path, **roundtrip) -> dict:
     params = own_params()
     params["device"] = "cpu"
     params["roundtrip"].update(
-        {"max_sentences": None, "shard_size": 2, "batch_size": 4, "max_new_tokens": 8, **roundtrip}
+        {
+            "forward_model": "tiny-random:marian",
+            "backward_model": "tiny-random:marian",
+            "max_sentences": None,
+            "shard_size": 2,
+            "batch_size": 4,
+            "max_new_tokens": 8,
+            **roundtrip,
+        }
     )
     return params
 
@@ -170,12 +179,15 @@ def test_stage_is_resumable_and_deterministic(tmp_path, monkeypatch):
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first_bytes
 
 
-def test_stage_greedy_mode_one_candidate(tmp_path, monkeypatch):
+def test_stage_greedy_mode_one_candidate_on_a_causal_lm(tmp_path, monkeypatch, tiny_llama):
     monkeypatch.chdir(tmp_path)
     write_corpus(Path("data/corpus/sentences.parquet"), TEXTS[:2])
-    run_stage("roundtrip", _params(tmp_path, mode="greedy"))
+    lm = str(tiny_llama)  # a prompted causal LM, as the default gemma-3-270m
+    run_stage("roundtrip", _params(tmp_path, mode="greedy", forward_model=lm, backward_model=lm))
     out = read_parquet("data/roundtrip/candidates.parquet", schemas.ROUNDTRIP_CANDIDATES)
     assert len(out) == 2 and set(out["forward"]) == {"greedy"}
+    metrics = json.loads(Path("metrics/roundtrip/roundtrip.json").read_text())
+    assert metrics["paper_model"] is False and metrics["forward_model"]["stand_in"] is False
 
 
 def test_decoding_settings_pair_top_k_with_temperature():
@@ -204,3 +216,73 @@ def test_standin_ids_build_and_say_so():
     with pytest.raises(ValueError, match="tiny-random:nope"):
         with seq2seq_model("tiny-random:nope"):
             pass
+
+
+# --- a causal LM prompted to translate (the offline default: gemma-3-270m) ----------------
+
+
+def test_prompt_names_both_languages_and_ends_at_the_target():
+    from paracl.roundtrip.translate import few_shot_prefix, translation_prompt
+
+    prompt = translation_prompt("Der Hund bellt.", "de", "en")
+    assert prompt.startswith(few_shot_prefix("de", "en"))
+    assert prompt.endswith("German: Der Hund bellt.\nEnglish:")
+    assert prompt.count("\nEnglish: ") == 3  # three examples
+
+
+def test_causal_lm_translator_is_chosen_by_config_and_seeded(tiny_llama, tiny_marian):
+    import torch
+
+    from paracl.roundtrip.translate import PromptTranslator, load_translator
+
+    cpu = torch.device("cpu")
+    assert isinstance(load_translator(str(tiny_marian), 0, cpu, "en", "de"), Translator)
+    loaded: dict = {}
+    forward = load_translator(str(tiny_llama), 0, cpu, "en", "de", loaded=loaded)
+    backward = load_translator(str(tiny_llama), 0, cpu, "de", "en", loaded=loaded)
+    assert isinstance(forward, PromptTranslator) and forward.model is backward.model
+    a = forward.translate(TEXTS, Sampling(20, 1.0), seed=3, batch_size=2, max_new_tokens=8)
+    b = forward.translate(TEXTS, Sampling(20, 1.0), seed=3, batch_size=2, max_new_tokens=8)
+    assert a == b and len(a) == len(TEXTS)
+    assert all("\n" not in t for t in a)  # one line per translation
+
+
+def test_unknown_pivot_language_is_a_params_error(tiny_gpt2):
+    import torch
+
+    from paracl.roundtrip.translate import load_translator
+
+    with pytest.raises(ParamsError, match="roundtrip.pivot"):
+        load_translator(str(tiny_gpt2), 0, torch.device("cpu"), "en", "xx")
+
+
+@pytest.mark.slow
+def test_gemma_round_trip_gives_real_text_in_both_languages():
+    """The packaged gemma-3-270m on llama.cpp: en → de → en and ja → en → ja give
+    non-empty text in the right script, not the input, the same on a rerun."""
+    import torch
+    from langdetect import DetectorFactory, detect
+
+    from paracl.roundtrip.translate import load_translator
+
+    DetectorFactory.seed = 0
+    cpu, model, loaded = torch.device("cpu"), "google/gemma-3-270m", {}
+    en = [
+        "The church was rebuilt after a fire in 1905.",
+        "He played for the national team until his retirement in 1998.",
+    ]
+    to_de = load_translator(model, 0, cpu, "en", "de", loaded=loaded)
+    to_en = load_translator(model, 0, cpu, "de", "en", loaded=loaded)
+    setting = Sampling(20, 0.7)
+    german = to_de.translate(en, setting, seed=1)
+    back = to_en.translate(german, setting, seed=1)
+    assert [detect(t) for t in german] == ["de", "de"], german
+    assert all(b and b != s and detect(b) == "en" for s, b in zip(en, back, strict=True)), back
+    assert to_en.translate(german[::-1], setting, seed=1) == back[::-1]  # order-free
+
+    ja = ["その城は16世紀に建てられた。", "彼は東京大学で経済学を学んだ。"]
+    to_pivot = load_translator(model, 0, cpu, "ja", "en", loaded=loaded)
+    to_ja = load_translator(model, 0, cpu, "en", "ja", loaded=loaded)
+    back_ja = to_ja.translate(to_pivot.translate(ja, setting, seed=1), setting, seed=1)
+    kana_kanji = __import__("re").compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+    assert all(b and b != s and kana_kanji.search(b) for s, b in zip(ja, back_ja, strict=True))

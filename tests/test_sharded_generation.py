@@ -86,7 +86,14 @@ def test_roundtrip_resumes_and_ray_writes_the_local_bytes(tmp_path, monkeypatch,
     monkeypatch.chdir(tmp_path)
     write_corpus(Path("data/corpus/sentences.parquet"), TEXTS)
     params = base_params(
-        roundtrip={"max_sentences": 4, "shard_size": 2, "batch_size": 2, "max_new_tokens": 6}
+        roundtrip={
+            "forward_model": "tiny-random:marian",
+            "backward_model": "tiny-random:marian",
+            "max_sentences": 4,
+            "shard_size": 2,
+            "batch_size": 2,
+            "max_new_tokens": 6,
+        }
     )
     out = "data/roundtrip/candidates.parquet"
     check_stage("roundtrip", translate, "round_trip_shard", params, out, 2, engine_fast)
@@ -139,6 +146,7 @@ def test_generate_paraphrases_resumes_and_ray_writes_the_local_bytes(
             "max_sentences": None,
             "batch_size": 2,
             "shard_size": 2,
+            "baseline": False,  # the crash counts calls of generate_shard: the tagged run only
         }
     )
     out = "data/paraphraser/generated.parquet"

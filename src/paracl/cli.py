@@ -58,7 +58,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def cmd_paraphrase(args: argparse.Namespace) -> int:
     import torch
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from paracl.device import seed_everything, select_device
     from paracl.params import ParamsError
@@ -80,7 +80,7 @@ def cmd_paraphrase(args: argparse.Namespace) -> int:
         return 1
     seed_everything(0)
     device = select_device(args.device)
-    model = AutoModelForSeq2SeqLM.from_pretrained(str(model_dir)).to(device).eval()
+    model, _ = paraphraser.load(model_dir, device)  # BART or a decoder-only LM
     with torch.inference_mode():
         outputs, _ = paraphraser.generate(
             model,

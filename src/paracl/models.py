@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from paracl.errors import UserError
-from paracl.io import atomic_dir
+from paracl.io import atomic_dir, atomic_path
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +230,22 @@ def _from_package(model_id: str, home: Path) -> ResolvedModel | None:
     if spec.assemble:
         shutil.rmtree(home / ".gguf", ignore_errors=True)
     return ResolvedModel(model_id, target, f"package:{spec.dist}", spec.note)
+
+
+def packaged_gguf(model_id: str, home: str | Path | None = None) -> Path | None:
+    """The packaged GGUF file of `model_id` (joined from its parts once, under
+    `<home>/gguf/`), for llama.cpp; None when the id has none or it is not installed."""
+    spec = PACKAGED.get(model_id)
+    if spec is None or not spec.file.endswith(".gguf"):
+        return None
+    located = spec.locate()
+    if located is None or not spec.assemble:
+        return located
+    target = (Path(home) if home is not None else MODELS_HOME) / "gguf" / spec.file
+    if not target.exists():
+        with atomic_path(target) as tmp:
+            __import__(spec.assemble).assemble(tmp, overwrite=True)
+    return target
 
 
 def resolve_model(model_id: str, home: str | Path | None = None) -> ResolvedModel:

@@ -102,9 +102,10 @@ class AdaptT5(Section):
         d_model: int = param(min=16, max=1024)
         num_layers: int = param(min=1, max=24)
 
-    # hub id (paper: t5-base / sonoisa/t5-base-japanese-v1.1) or tiny-random:t5 (stand-in)
+    # a causal LM (default; not adapted), a T5 hub id (paper: t5-base /
+    # sonoisa/t5-base-japanese-v1.1) or tiny-random:t5 (test stand-in)
     model: dict[Lang, str]
-    enabled: bool = param(help="false: save the base model unchanged")
+    enabled: bool = param(help="T5 only; false: save the base model unchanged")
     noise_density: float = param(min=0.01, max=0.99)
     mean_noise_span_length: float = param(min=1.0, max=20.0)
     lr: float = param(min=0.0, max=1.0)
@@ -123,8 +124,14 @@ class Corrupt(Section):
     num_beams: int = param(min=1, max=64)
     num_return_sequences: int = param(min=1, max=64, help="negatives per anchor (<= beams)")
     batch_size: int = param(min=1)
-    max_fill_tokens: int = param(min=1, max=128, help="generation budget per blank")
+    max_fill_tokens: int = param(min=1, max=128, help="T5: generation budget per blank")
     on_missing: Literal["original", "drop"]
+    num_samples: int = param(6, min=1, max=64, help="causal LM: hypotheses per anchor")
+    top_k: int = param(20, min=1, help="causal LM: top-k sampling")
+    temperature: float = param(1.0, min=0.01, max=10.0, help="causal LM: sampling temperature")
+    fill_slack_tokens: int = param(4, min=0, max=64, help="causal LM: fill tokens past the chunk's")
+    max_blanks: int = param(2, min=0, help="causal LM: chunks replaced per negative; 0 = all")
+    quantize: bool = param(True, help="causal LM on CPU: dynamic int8 Linear layers")
     chunk_batch_size: int = param(min=1)
     threads: int | None = param(min=1, max=256, help="torch CPU threads")
     shard_size: int = param(250, min=1, help="anchors per resumable shard")
@@ -158,6 +165,7 @@ class Roundtrip(Section):
     backward_model: str
     src_lang_code: str | None = param(help="NLLB/M2M source code, e.g. eng_Latn")
     pivot_lang_code: str | None = param(help="NLLB/M2M pivot code, e.g. deu_Latn")
+    pivot: dict[Lang, str] = param(help="prompted causal LM: pivot language per corpus language")
     mode: Literal["sample", "greedy"]
     top_k: list[int] = param(min=1)
     temperature: list[float] = param(min=0.01)
@@ -191,12 +199,18 @@ class Tag(Section):
 
 
 class TrainParaphraser(Section):
-    base_model: str
+    base_model: dict[Lang, str] = param(help="hub id per language (seq2seq or causal LM)")
     lr: float = param(min=0.0, max=1.0)
     batch_size: int = param(min=1)
     max_epochs: int = param(min=1)
     patience: int = param(min=1)
     max_length: int = param(min=8)
+    min_train_pairs: int = param(1, min=1, help="fewer train pairs: saved untrained")
+    max_train_pairs: int | None = param(None, min=1, help="seeded train sample; null = all")
+    train_layers: int | None = param(None, min=1, help="top layers trained; null = all")
+    freeze_embeddings: bool = param(False, help="decoder-only: vocabulary embeddings fixed")
+    train_new_tokens: bool = param(True, help="with frozen embeddings: tag rows still train")
+    threads: int | None = param(None, min=1, max=256, help="torch CPU threads")
 
 
 class GenerateParaphrases(Section):
@@ -209,6 +223,8 @@ class GenerateParaphrases(Section):
     batch_size: int = param(min=1)
     max_length: int = param(min=8)
     shard_size: int = param(50, min=1, help="sentences per resumable shard")
+    baseline: bool = param(True, help="also generate untagged (Figure 3's baseline)")
+    threads: int | None = param(None, min=1, max=256, help="torch CPU threads per worker")
 
 
 class TrainContrastive(Section):

@@ -10,7 +10,8 @@ task; train examples get a fresh mask at every draw, as in T5.
 train and dev, the base model (or the offline stand-in) adapted and saved with a
 paracl_t5.json that says what it is; `write_curve` writes its loss curve (CSV + PNG).
 With `adapt_t5.enabled: false` the base model is saved unchanged, so the corrupt stage
-always reads the same directory.
+always reads the same directory. A causal LM (the offline default) is never adapted:
+`record_causal` writes only a paracl_t5.json naming it.
 """
 
 from __future__ import annotations
@@ -30,13 +31,16 @@ from paracl.device import autocast, seed_everything, select_device
 from paracl.errors import InputError
 from paracl.io import atomic_dir, atomic_path, write_json
 from paracl.models import resolve_model
+from paracl.negatives.causal import is_causal_lm
 from paracl.negatives.generate import sentinel_ids
 from paracl.negatives.noise import random_spans_noise_mask, span_corrupt
 from paracl.plots import png_figure
 from paracl.sampling import sample_corpus
-from paracl.standins import build_standin_t5, is_standin
+from paracl.standins import build_standin_t5, describe, is_standin
 
 log = logging.getLogger(__name__)
+
+PAPER_T5 = ("t5-base", "google-t5/t5-base", "sonoisa/t5-base-japanese-v1.1")  # JCSE §4.4
 
 
 @dataclass(frozen=True)
@@ -186,11 +190,13 @@ def adapt_corpus(corpus: str, out: str, params: dict) -> tuple[dict, list[dict]]
     if cfg["threads"]:
         torch.set_num_threads(cfg["threads"])
     device = select_device(params["device"])
+    model_id = cfg["model"][lang]
+    if not is_standin(model_id) and is_causal_lm(resolve_model(model_id).path):
+        return record_causal(model_id, out, lang), []
     texts = sample_corpus(corpus, cfg["max_sentences"], seed, lang)["text"].tolist()
     if len(texts) < 2:
         raise InputError(f"{corpus}: {len(texts)} sentence(s) of lang {lang!r}; need 2 or more")
     train, dev = split_dev(texts, cfg["dev_sentences"], seed)
-    model_id = cfg["model"][lang]
     with atomic_dir(out) as tmp:
         if is_standin(model_id):
             described = build_standin_t5(train, tmp, seed=seed, **cfg["standin"])
@@ -206,6 +212,7 @@ def adapt_corpus(corpus: str, out: str, params: dict) -> tuple[dict, list[dict]]
             "adapted": bool(cfg["enabled"]),
             "steps": cfg["max_steps"] if cfg["enabled"] else 0,
             "lang": lang,
+            "paper_model": model_id in PAPER_T5,
         }
         write_json(info, tmp / "paracl_t5.json")
     metrics = {
@@ -218,6 +225,34 @@ def adapt_corpus(corpus: str, out: str, params: dict) -> tuple[dict, list[dict]]
     }
     log.info("dev loss %s -> %s", metrics["dev_loss_before"], metrics["dev_loss"])
     return metrics, curve
+
+
+def record_causal(model_id: str, out: str, lang: str) -> dict:
+    """A causal LM is not adapted: span-corruption denoising is T5's objective, and
+    retraining a 135M-270M LM is not a 2-core CPU job. `out` gets only paracl_t5.json
+    naming the model (no copy of its weights: the corrupt stage resolves the id), so
+    the stage is instant and corrupt reruns when the model changes."""
+    info = {
+        "model": describe(model_id),
+        "causal_lm": True,
+        "stand_in": False,
+        "paper_model": False,  # the paper fills blanks with T5
+        "adapted": False,
+        "steps": 0,
+        "lang": lang,
+        "note": "causal LM: used as is (adapt_t5's denoising applies to T5 only)",
+    }
+    with atomic_dir(out) as tmp:
+        write_json(info, tmp / "paracl_t5.json")
+    log.info("causal LM %s: recorded, not adapted", model_id)
+    return {
+        **info,
+        "train_sentences": 0,
+        "dev_sentences": 0,
+        "dev_loss_before": None,
+        "dev_loss": None,
+        "train_loss_last": None,
+    }
 
 
 def _adapt_saved(

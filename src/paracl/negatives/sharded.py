@@ -1,7 +1,9 @@
 """The corrupt stage's per-shard work, for paracl.distributed.sharded.map_shards.
 
 `init_worker` runs once per worker (a Ray actor, or the driver process locally): it
-loads the spaCy / GiNZA noun-chunk pipeline and the T5 filler. `corrupt_shard` turns one
+loads the spaCy / GiNZA noun-chunk pipeline and the filler: T5 (an encoder-decoder, by
+its config) or a causal LM (paracl.negatives.causal). For a causal LM, models/t5_adapted
+holds only adapt_t5's paracl_t5.json naming it; the driver resolves it to a directory. `corrupt_shard` turns one
 shard of anchors into negative rows; the shard's counts (skipped, dropped, …) travel
 with the rows as `frame.attrs["paracl_stats"]`, which pyarrow stores in the shard file's
 pandas metadata, so a resumed run still has the counts of the shards it did not redo
@@ -27,7 +29,8 @@ from paracl import schemas
 from paracl.device import seed_everything
 from paracl.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
 from paracl.io import fingerprint, input_checksum, iter_batches, read_json
-from paracl.models import check_model_dir
+from paracl.models import check_model_dir, resolve_model
+from paracl.negatives.causal import is_causal_lm
 from paracl.negatives.chunks import PIPELINES
 from paracl.negatives.pipeline import CorruptConfig, corrupt, merge_stats
 from paracl.sampling import iter_sample
@@ -40,12 +43,19 @@ _PIPELINES: dict = {}  # spaCy pipelines by lang (packaged, never change: kept)
 
 
 def init_worker(
-    model: str, lang: str, device: str, threads: int | None, cfg: CorruptConfig
+    model: str,
+    lang: str,
+    device: str,
+    threads: int | None,
+    cfg: CorruptConfig,
+    causal: bool = False,
+    seed: int = 0,
 ) -> None:
-    """Load the chunker and T5 (from `model`, a directory the worker can read)."""
+    """Load the chunker and the filler (from `model`, a directory the worker can read)."""
     import torch
 
     from paracl.device import select_device
+    from paracl.negatives.causal import CausalFiller
     from paracl.negatives.chunks import load_pipeline
     from paracl.negatives.generate import T5Filler
 
@@ -53,8 +63,10 @@ def init_worker(
         torch.set_num_threads(threads)
     if lang not in _PIPELINES:
         _PIPELINES[lang] = load_pipeline(lang)
+    dev = select_device(device)
+    filler = CausalFiller(model, dev, cfg.sampling(), seed) if causal else T5Filler(model, dev)
     _STATE.clear()
-    _STATE.update(nlp=_PIPELINES[lang], filler=T5Filler(model, select_device(device)), cfg=cfg)
+    _STATE.update(nlp=_PIPELINES[lang], filler=filler, cfg=cfg)
 
 
 def corrupt_shard(frame: pd.DataFrame, index: int) -> pd.DataFrame:
@@ -75,11 +87,17 @@ def shard_stats(out: str | Path) -> list[dict]:
     return stats
 
 
-def model_info(model: str) -> dict:
-    """What models/t5_adapted is (its paracl_t5.json, written by adapt_t5); a T5 folder
-    from elsewhere is described by its path."""
-    info_path = check_model_dir(model) / "paracl_t5.json"
-    return read_json(info_path) if info_path.exists() else {"model": model}
+def model_info(model: str) -> tuple[dict, Path, bool]:
+    """(what models/t5_adapted is, the directory to load, is it a causal LM). adapt_t5's
+    paracl_t5.json says it; for a causal LM it names the model, resolved here. A model
+    folder from elsewhere is described by its path and typed by its config."""
+    info_path = Path(model) / "paracl_t5.json"
+    info = read_json(info_path) if info_path.exists() else {"model": model}
+    if info.get("causal_lm"):
+        path = resolve_model(info["model"]["id"]).path
+        return info, check_model_dir(path).resolve(), True
+    path = check_model_dir(model).resolve()
+    return info, path, "causal_lm" not in info and is_causal_lm(path)
 
 
 def corrupt_corpus(corpus: str, model: str, out: str, params: dict) -> dict:
@@ -88,8 +106,8 @@ def corrupt_corpus(corpus: str, model: str, out: str, params: dict) -> dict:
     metrics (summed shard counts, what the model is, a few examples)."""
     cfg, lang, seed = params["corrupt"], params["lang"], params["seed"]
     seed_everything(seed)
-    config = CorruptConfig.from_params(cfg)
-    info = model_info(model)
+    info, path, causal = model_info(model)
+    config = CorruptConfig.from_params(cfg, seq2seq=not causal)
     key = fingerprint(cfg, seed, lang, input_checksum(corpus), input_checksum(model))
     anchors = CountedShards(
         stream_shards(iter_sample(corpus, cfg["max_sentences"], seed, lang), cfg["shard_size"])
@@ -105,7 +123,7 @@ def corrupt_corpus(corpus: str, model: str, out: str, params: dict) -> dict:
         metadata=meta,
         model=True,
         init=init_worker,
-        init_args=(str(Path(model).resolve()), lang, params["device"], cfg["threads"], config),
+        init_args=(str(path), lang, params["device"], cfg["threads"], config, causal, seed),
         desc="corrupt shards",
     )
     if anchors.rows == 0:
@@ -124,7 +142,9 @@ def corrupt_corpus(corpus: str, model: str, out: str, params: dict) -> dict:
     return {
         **stats,
         "model": info.get("model"),
+        "filler": "causal_lm" if causal else "t5",
         "stand_in": bool(info.get("stand_in", False)),
+        "paper_model": False if causal else info.get("paper_model"),
         "adapted": bool(info.get("adapted", False)),
         "chunker": PIPELINES[lang],
         "lang": lang,

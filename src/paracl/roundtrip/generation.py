@@ -5,7 +5,9 @@ actor on `executor: ray`, the driver process locally) loads the paraphraser and 
 scorer once (`init_worker`, from directories every node can read) and `generate_shard`
 handles whole shards of `shard_size` sentences, all requested tag pairs of a shard
 together (rows: shard by shard, tag-major within a shard). Each output is scored as the
-tagger scores candidates (STS ×100, sentence BLEU ×100). Output bytes depend on
+tagger scores candidates (STS ×100, sentence BLEU ×100). The untagged baseline (tags "")
+runs the same way into an artifact of its own, so that train_contrastive never takes its
+rows for controlled paraphrases. Output bytes depend on
 shard_size, not on the engine. A module of its own so that the training stage, which
 uses paracl.roundtrip.paraphraser, does not depend on the sharding code.
 """
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 
 from paracl import schemas
 from paracl.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
@@ -42,29 +45,31 @@ def generate_sharded(
     params: dict,
     info: dict,
     tags: Sequence[str],
+    run: bool = True,
 ) -> tuple[dict, int]:
     """Every tag pair in `tags` for the seeded `max_sentences` sample of the corpus, into
     the shard directory `out` (resuming a crashed run); return (its manifest, sentences
-    read). `info` is the model's INFO_FILE: an untrained paraphraser reads no sentence
-    and writes an empty artifact.
+    read). `info` is the model's INFO_FILE: an untrained paraphraser (or `run` False)
+    reads no sentence and writes an empty artifact.
 
     The sample is drawn from the id column alone and (id, text) is streamed, so the
     driver holds the corpus ids while drawing, then only the shards in flight.
     """
     cfg, lang, seed = params["generate_paraphrases"], params["lang"], params["seed"]
     inputs = [input_checksum(p) for p in (corpus, model_dir, scorer_dir)]
-    sample = iter_sample(corpus, cfg["max_sentences"], seed) if info["trained"] else ()
+    run = run and info["trained"]
+    sample = iter_sample(corpus, cfg["max_sentences"], seed) if run else ()
     sentences = CountedShards(stream_shards(sample, cfg["shard_size"]))
     manifest = map_shards(
         generate_shard,
         sentences,
         out=out,
         schema=schemas.GENERATED_PARAPHRASES,
-        key=fingerprint(cfg, seed, lang, *inputs),
+        key=fingerprint(cfg, seed, lang, list(tags), *inputs),
         engine=Engine.from_params(params),
         metadata={"params": cfg, "paraphraser": info},
         model=True,
-        init=init_worker if info["trained"] else None,
+        init=init_worker if run else None,
         init_args=(
             str(Path(model_dir).resolve()),
             str(Path(scorer_dir).resolve()),
@@ -72,6 +77,7 @@ def generate_sharded(
             lang,
             list(tags),
             settings(cfg),
+            cfg["threads"],
         ),
         desc="generate shards",
     )
@@ -88,22 +94,25 @@ def init_worker(
     lang: str,
     tags: Sequence[str],
     gen: dict,
+    threads: int | None = None,
 ) -> None:
     """Load the paraphraser and the STS scorer once per worker (a Ray actor, or the
-    driver process locally), from directories this worker can read."""
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
+    driver process locally), from directories this worker can read, on `threads` torch
+    threads (small models on shared cores run many times faster on one)."""
     from paracl.device import select_device
     from paracl.models import check_model_dir
-    from paracl.roundtrip import sts_scorer
+    from paracl.roundtrip import paraphraser, sts_scorer
 
     check_model_dir(model_dir)
     check_model_dir(scorer_dir)
+    if threads:
+        torch.set_num_threads(threads)
     dev = select_device(device)
+    model, tokenizer = paraphraser.load(model_dir, dev)
     _STATE.clear()
     _STATE.update(
-        tokenizer=AutoTokenizer.from_pretrained(model_dir),
-        model=AutoModelForSeq2SeqLM.from_pretrained(model_dir).to(dev).eval(),
+        tokenizer=tokenizer,
+        model=model,
         scorer=sts_scorer.load_scorer(scorer_dir, str(dev)),
         device=dev,
         lang=lang,

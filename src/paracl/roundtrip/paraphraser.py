@@ -1,19 +1,28 @@
-"""The tag-controlled paraphraser: BART fine-tuned on tagged pairs (paper §3.3, §4.2).
+"""The tag-controlled paraphraser (paper §3.3, §4.2): fine-tuned on tagged pairs, then
+asked for paraphrases at a chosen similarity (e.g. `<SIM95><BLEU20>`).
 
-The two tags (e.g. `<SIM95><BLEU20>`) are new special tokens put at the start of the
-input, so one model learns every similarity level and the user picks one at generation
-time. Training: AdamW, lr 1e-5, the loss on dev after every epoch, stop after 5 epochs
-without improvement and keep the best epoch. Generation: beam search (20 beams) with the
-output held to 0.75–1.5× the input's token count, per sentence (a logits processor
-blocks </s> before the minimum and forces it at the maximum).
+The two tags are new special tokens put at the start of the input, so one model learns
+every similarity level and the user picks one at generation time. Two architectures,
+chosen by the base model's config (`is_encoder_decoder`):
+
+- encoder-decoder (the paper's BART, `facebook/bart-base` in the paper preset):
+  paracl.roundtrip.paraphraser_seq2seq, every weight trained as in the paper;
+- decoder-only (the offline default: SmolLM2-135M for English, gemma-3-270m for
+  Japanese, real weights where no BART exists): paracl.roundtrip.paraphraser_causal,
+  with optionally only the top `train_layers` layers trained and the vocabulary's
+  embeddings frozen, which a 2-core CPU can afford (paracl.roundtrip.paraphraser_freeze).
+
+Training: AdamW, the loss on dev after every epoch, stop after `patience` epochs without
+improvement and keep the best epoch. Generation: beam search with the output held to
+0.75–1.5× the input's token count (paracl.roundtrip.paraphraser_window).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,23 +30,54 @@ from typing import Any
 
 import pandas as pd
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList
 
-from paracl.device import autocast
+from paracl.roundtrip import paraphraser_causal as causal
+from paracl.roundtrip import paraphraser_seq2seq as seq2seq
+from paracl.roundtrip.paraphraser_freeze import NewTokens, freeze, init_from_names
+from paracl.roundtrip.paraphraser_window import LengthWindow, length_window
 from paracl.roundtrip.tagging import ALL_TAGS
 from paracl.standins import seq2seq_model
+
+__all__ = ["LengthWindow", "length_window"]  # re-exported: tests and the CLI use them here
 
 log = logging.getLogger(__name__)
 
 INFO_FILE = "paracl_paraphraser.json"  # in the model directory: what it was trained on
 SPLITS = ("train", "dev", "test")
+PAPER_MODEL = "facebook/bart-base"  # paper §4.2
+
+
+def is_causal(model) -> bool:
+    """Decoder-only (prompt + continuation) rather than the paper's encoder-decoder."""
+    return not getattr(model.config, "is_encoder_decoder", False)
+
+
+def _impl(model):
+    return causal if is_causal(model) else seq2seq
+
+
+def load(model_dir: str | Path, device: torch.device | str = "cpu") -> tuple[Any, Any]:
+    """(model in eval mode, tokenizer) of a saved paraphraser or base model, either kind."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(str(model_dir))
+    cls = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
+    model = cls.from_pretrained(str(model_dir)).to(device).eval()
+    return model, AutoTokenizer.from_pretrained(str(model_dir))
 
 
 def add_tag_tokens(tokenizer, model) -> int:
-    """Add the 14 tags as special tokens and grow the embeddings; return how many were new."""
-    added = tokenizer.add_tokens(list(ALL_TAGS), special_tokens=True)
+    """Add the 14 tags (and, decoder-only, the separator) as special tokens and grow the
+    embeddings; return how many were new. Decoder-only: new rows start from their names."""
+    tokens = list(ALL_TAGS) + ([causal.SEP] if is_causal(model) else [])
+    before = len(tokenizer)
+    added = tokenizer.add_tokens(tokens, special_tokens=True)
     if added:
-        model.resize_token_embeddings(len(tokenizer))
+        if is_causal(model):  # rows set from their names below: no mean resizing needed
+            model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+            init_from_names(model, tokenizer, range(before, len(tokenizer)))
+        else:
+            model.resize_token_embeddings(len(tokenizer))
     return added
 
 
@@ -51,49 +91,32 @@ def _batches(n: int, size: int, generator: torch.Generator | None) -> list[list[
     return [order[i : i + size] for i in range(0, n, size)]
 
 
-def _loss(model, tokenizer, sources, targets, max_length, device) -> torch.Tensor:
-    enc = tokenizer(
-        list(sources),
-        text_target=list(targets),
-        return_tensors="pt",
-        padding=True,
-        truncation=True,
-        max_length=max_length,
-    ).to(device)
-    labels = enc["labels"].masked_fill(enc["labels"] == tokenizer.pad_token_id, -100)
-    with autocast(device):
-        return model(
-            input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], labels=labels
-        ).loss
-
-
-def pairs_to_io(df: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """(tagged inputs, targets) of a tagged-pairs frame."""
-    sources = [
-        tagged_input(s + b, t)
-        for s, b, t in zip(df["sim_tag"], df["bleu_tag"], df["text"], strict=True)
-    ]
-    return sources, list(df["paraphrase"])
+def pairs_to_rows(df: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """(tags, source, target) of each row of a tagged-pairs frame."""
+    return list(
+        zip(
+            (s + b for s, b in zip(df["sim_tag"], df["bleu_tag"], strict=True)),
+            df["text"],
+            df["paraphrase"],
+            strict=True,
+        )
+    )
 
 
 @torch.no_grad()
 def evaluate_loss(model, tokenizer, df, batch_size, max_length, device) -> float:
     """Mean token loss over a frame of tagged pairs (batch-size weighted)."""
     model.eval()
-    sources, targets = pairs_to_io(df)
-    total, count = 0.0, 0
-    for idx in _batches(len(sources), batch_size, None):
-        loss = _loss(
-            model,
-            tokenizer,
-            [sources[i] for i in idx],
-            [targets[i] for i in idx],
-            max_length,
-            device,
-        )
+    rows = pairs_to_rows(df)
+    total = 0.0
+    for idx in _batches(len(rows), batch_size, None):
+        loss = _impl(model).batch_loss(model, tokenizer, [rows[i] for i in idx], max_length, device)
         total += float(loss) * len(idx)
-        count += len(idx)
-    return total / max(count, 1)
+    return total / max(len(rows), 1)
+
+
+def _trainable_state(model) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
 def train(
@@ -110,45 +133,55 @@ def train(
     seed: int,
     device: torch.device,
 ) -> list[dict]:
-    """Fine-tune in place with early stopping on dev loss; the best epoch's weights are kept."""
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+    """Fine-tune the parameters that require grad in place, with early stopping on dev
+    loss; the best epoch's weights are kept (only the trained ones are copied)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=lr)
     generator = torch.Generator().manual_seed(seed)
-    sources, targets = pairs_to_io(train_df)
+    rows = pairs_to_rows(train_df)
     history: list[dict] = []
     best_loss, best_state, stale = math.inf, None, 0
+    impl = _impl(model)
     for epoch in range(1, max_epochs + 1):
         model.train()
-        total = 0.0
-        for idx in _batches(len(sources), batch_size, generator):
-            loss = _loss(
-                model,
-                tokenizer,
-                [sources[i] for i in idx],
-                [targets[i] for i in idx],
-                max_length,
-                device,
-            )
+        total, steps, started = 0.0, 0, time.perf_counter()
+        for idx in _batches(len(rows), batch_size, generator):
+            loss = impl.batch_loss(model, tokenizer, [rows[i] for i in idx], max_length, device)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             total += float(loss.detach()) * len(idx)
-        train_loss = total / max(len(sources), 1)
+            steps += 1
+        seconds = time.perf_counter() - started
+        train_loss = total / max(len(rows), 1)
         dev_loss = (
             evaluate_loss(model, tokenizer, dev_df, batch_size, max_length, device)
             if len(dev_df)
             else train_loss
         )
-        history.append({"epoch": epoch, "train_loss": train_loss, "dev_loss": dev_loss})
-        log.info("epoch %d: train loss %.4f, dev loss %.4f", epoch, train_loss, dev_loss)
+        history.append(
+            {
+                "epoch": epoch,
+                "train_loss": train_loss,
+                "dev_loss": dev_loss,
+            }  # no timing here: same params and seed give the same metrics bytes
+        )
+        log.info(
+            "epoch %d: train loss %.4f, dev loss %.4f (%.2f s/step)",
+            epoch,
+            train_loss,
+            dev_loss,
+            seconds / max(steps, 1),
+        )
         if dev_loss < best_loss:
-            best_loss, best_state, stale = dev_loss, copy.deepcopy(model.state_dict()), 0
+            best_loss, best_state, stale = dev_loss, _trainable_state(model), 0
         else:
             stale += 1
             if stale >= patience:
                 log.info("early stop: %d epochs without dev-loss gain", patience)
                 break
     if best_state is not None:
-        model.load_state_dict(best_state)
+        model.load_state_dict(best_state, strict=False)
     model.eval()
     return history
 
@@ -162,6 +195,7 @@ class Trained:
     info: dict  # base model, whether it trained, split sizes: saved as INFO_FILE
     history: list[dict]  # per epoch: train and dev loss
     test_loss: float | None
+    dev_loss_before: float | None = None  # the dev loss of the untrained model
 
     def save(self, directory: str | Path) -> None:
         """Model, tokenizer and INFO_FILE into `directory` (generate_paraphrases reads
@@ -177,6 +211,7 @@ class Trained:
             **self.info,
             "epochs_run": len(self.history),
             "best_epoch": best["epoch"] if best else None,
+            "dev_loss_before": self.dev_loss_before,
             "best_dev_loss": best["dev_loss"] if best else None,
             "test_loss": self.test_loss,
             "history": self.history,
@@ -186,109 +221,107 @@ class Trained:
         return pd.DataFrame(self.history, columns=["epoch", "train_loss", "dev_loss"])
 
 
+def base_model_id(cfg: dict, lang: str) -> str:
+    """The train_paraphraser base model for `lang` (a {en, ja} map, as rank_fluency's)."""
+    return cfg["base_model"][lang]
+
+
+def deviations(model_id: str, model, cfg: dict, n_layers_trained: str) -> list[str]:
+    """How this run differs from the paper's paraphraser (empty: the paper's setup)."""
+    out = []
+    if model_id != PAPER_MODEL:
+        out.append(f"{model_id} instead of {PAPER_MODEL}")
+    if is_causal(model):
+        out.append("decoder-only: tags + source + <sep> as the prompt, loss on the target")
+    if n_layers_trained != "all":
+        out.append(f"top {n_layers_trained} layers trained, not all")
+    if is_causal(model) and cfg["freeze_embeddings"]:
+        rows = "train" if cfg["train_new_tokens"] else "stay at their initial values"
+        out.append(f"vocabulary embeddings frozen (the new tokens' rows {rows})")
+    if cfg["max_train_pairs"] is not None:
+        out.append(f"at most {cfg['max_train_pairs']} training pairs (a seeded sample)")
+    return out
+
+
 def fine_tune(
-    pairs: pd.DataFrame, cfg: dict, seed: int, device: torch.device, source: str = "tagged pairs"
+    pairs: pd.DataFrame,
+    cfg: dict,
+    seed: int,
+    device: torch.device,
+    source: str = "tagged pairs",
+    lang: str = "en",
 ) -> Trained:
     """The base model (`cfg`: the train_paraphraser params) with the tag tokens added,
-    fine-tuned on the train split of `pairs` (the tag stage's output). With no training
-    pairs the model is returned untrained (info says so) rather than failing: an empty
-    tagged set is a valid outcome of a small or noisy run."""
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
+    fine-tuned on the train split of `pairs` (the tag stage's output; a seeded sample of
+    `max_train_pairs` of it, to bound a CPU run's time). With fewer than
+    `min_train_pairs` training pairs the model is returned untrained (info says so)
+    rather than failing: an empty tagged set is a valid outcome of a small or noisy run."""
+    if cfg["threads"]:
+        torch.set_num_threads(cfg["threads"])
     splits = {s: pairs[pairs["split"] == s].reset_index(drop=True) for s in SPLITS}
-    with seq2seq_model(cfg["base_model"], seed=seed) as (path, desc):
-        tokenizer = AutoTokenizer.from_pretrained(str(path))
-        model = AutoModelForSeq2SeqLM.from_pretrained(str(path)).to(device)
+    n_train_all = len(splits["train"])
+    if cfg["max_train_pairs"] is not None and n_train_all > cfg["max_train_pairs"]:
+        splits["train"] = splits["train"].sample(n=cfg["max_train_pairs"], random_state=seed)
+    model_id = base_model_id(cfg, lang)
+    with seq2seq_model(model_id, seed=seed) as (path, desc):
+        model, tokenizer = load(path, device)
     added = add_tag_tokens(tokenizer, model)
+    layers = "all"
+    new_tokens = None
+    if is_causal(model):
+        layers = freeze(model, cfg["train_layers"], cfg["freeze_embeddings"])
+        if cfg["freeze_embeddings"] and cfg["train_new_tokens"]:
+            new_tokens = NewTokens(model, tokenizer.convert_tokens_to_ids([*ALL_TAGS, causal.SEP]))
+    n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     history: list[dict] = []
-    test_loss = None
-    if len(splits["train"]) == 0:
+    test_loss = dev_before = None
+    kwargs = dict(batch_size=cfg["batch_size"], max_length=cfg["max_length"], device=device)
+    if len(splits["train"]) < cfg["min_train_pairs"]:
         log.warning(
-            "no training pairs in %s (%d rows in all): the paraphraser is saved untrained and "
-            "generate_paraphrases will produce nothing",
+            "%d training pairs in %s (%d rows in all; at least %d wanted): the paraphraser "
+            "is saved untrained and generate_paraphrases will produce nothing",
+            len(splits["train"]),
             source,
             len(pairs),
+            cfg["min_train_pairs"],
         )
     else:
         if len(splits["dev"]) == 0:
             log.warning("no dev pairs: early stopping watches the training loss instead")
+        else:
+            dev_before = evaluate_loss(model, tokenizer, splits["dev"], **kwargs)
         history = train(
             model,
             tokenizer,
             splits["train"],
             splits["dev"],
             lr=cfg["lr"],
-            batch_size=cfg["batch_size"],
             max_epochs=cfg["max_epochs"],
             patience=cfg["patience"],
-            max_length=cfg["max_length"],
             seed=seed,
-            device=device,
+            **kwargs,
         )
         if len(splits["test"]):
-            test_loss = evaluate_loss(
-                model, tokenizer, splits["test"], cfg["batch_size"], cfg["max_length"], device
-            )
+            test_loss = evaluate_loss(model, tokenizer, splits["test"], **kwargs)
+    if new_tokens is not None:
+        new_tokens.merge()
+    deviation = deviations(model_id, model, cfg, layers)
     info = {
         "base_model": desc,
         "stand_in": desc["stand_in"],
+        "architecture": "decoder-only" if is_causal(model) else "encoder-decoder",
+        "paper_model": not deviation and not desc["stand_in"],
+        "deviations": deviation,
+        "layers_trained": layers,
+        "trainable_parameters": n_trainable,
         "trained": bool(history),
         **{f"n_{s}": len(splits[s]) for s in SPLITS},
+        "n_train_available": n_train_all,
         "tags_added": added,
     }
-    return Trained(model, tokenizer, info, history, test_loss)
+    return Trained(model, tokenizer, info, history, test_loss, dev_before)
 
 
-class LengthWindow(LogitsProcessor):
-    """Hold each sentence's output to [min_len[i], max_len[i]] generated tokens.
-
-    Special tokens other than </s> are banned, so every generated token is text. Rows of
-    the score matrix are beams: row r belongs to sentence r // num_beams. `offset`
-    is how many decoder tokens precede the text (decoder start, forced <s>).
-    """
-
-    def __init__(
-        self,
-        min_len: Sequence[int],
-        max_len: Sequence[int],
-        eos: int,
-        num_beams: int,
-        offset: int,
-        banned: Sequence[int] = (),
-    ):
-        self.min_len = torch.tensor(list(min_len)).repeat_interleave(num_beams)
-        self.max_len = torch.tensor(list(max_len)).repeat_interleave(num_beams)
-        self.eos = eos
-        self.offset = offset
-        self.banned = sorted(set(banned) - {eos})  # tags, <pad>, <mask>: never in a paraphrase
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        produced = input_ids.shape[1] - self.offset
-        if produced < 0:
-            return scores
-        scores = scores.clone()
-        if self.banned:
-            scores[:, self.banned] = -math.inf
-        too_short = produced < self.min_len.to(scores.device)
-        scores[too_short, self.eos] = -math.inf
-        at_max = produced >= self.max_len.to(scores.device)
-        if at_max.any():
-            eos_col = scores[at_max, self.eos].clone()
-            scores[at_max] = -math.inf
-            scores[at_max, self.eos] = torch.where(
-                torch.isinf(eos_col), torch.zeros_like(eos_col), eos_col
-            )
-        return scores
-
-
-def length_window(n_tokens: int, min_ratio: float, max_ratio: float) -> tuple[int, int]:
-    """(min, max) output tokens for an input of n_tokens: ceil(0.75 n) … floor(1.5 n)."""
-    low = math.ceil(min_ratio * n_tokens)
-    high = max(low, math.floor(max_ratio * n_tokens))
-    return low, high
-
-
-@torch.inference_mode()
 def generate(
     model,
     tokenizer,
@@ -302,42 +335,18 @@ def generate(
     max_length: int = 128,
     device: torch.device | str = "cpu",
 ) -> tuple[list[str], list[int]]:
-    """Paraphrase each text under `tags`; return (outputs, generated token counts)."""
-    device = torch.device(device)
-    lengths = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
-    order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
-    outputs, counts = [""] * len(texts), [0] * len(texts)
-    gen_cfg = model.generation_config
-    offset = 1 + (gen_cfg.forced_bos_token_id is not None)
-    eos = gen_cfg.eos_token_id if isinstance(gen_cfg.eos_token_id, int) else tokenizer.eos_token_id
-    specials = set(tokenizer.all_special_ids)
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        windows = [length_window(min(lengths[i], max_length), min_ratio, max_ratio) for i in idx]
-        enc = tokenizer(
-            [tagged_input(tags, texts[i]) for i in idx],
-            return_tensors="pt",
-            padding=True,
-            truncation=True,
-            max_length=max_length,
-        ).to(device)
-        processor = LengthWindow(
-            [w[0] for w in windows], [w[1] for w in windows], eos, num_beams, offset, specials
-        )
-        with autocast(device):
-            out = model.generate(
-                **enc,
-                num_beams=num_beams,
-                do_sample=False,
-                early_stopping=True,
-                max_new_tokens=max(w[1] for w in windows) + offset + 1,
-                min_new_tokens=0,
-                logits_processor=LogitsProcessorList([processor]),
-                length_penalty=1.0,
-                no_repeat_ngram_size=0,
-            )
-        for row, i in enumerate(idx):
-            ids = [t for t in out[row].tolist() if t not in specials]
-            counts[i] = len(ids)
-            outputs[i] = tokenizer.decode(ids, skip_special_tokens=True).strip()
-    return outputs, counts
+    """Paraphrase each text under `tags` ("" = untagged, the baseline); return (outputs,
+    generated token counts). Either architecture; beam search, no sampling: the same
+    model and inputs give the same outputs."""
+    return _impl(model).generate(
+        model,
+        tokenizer,
+        texts,
+        tags,
+        num_beams=num_beams,
+        min_ratio=min_ratio,
+        max_ratio=max_ratio,
+        batch_size=batch_size,
+        max_length=max_length,
+        device=torch.device(device),
+    )

@@ -229,7 +229,16 @@ def tag_metrics(
             " ".join(cell_summary["empty_cells"]),
         )
     models = {k: source_meta.get(k) for k in ("forward_model", "backward_model")}
+    source_params = source_meta.get("params") or {}
+    per_sentence = (
+        len(source_params.get("top_k") or [1]) ** 2 if source_params.get("mode") == "sample" else 1
+    )
+    n_sentences = n_candidates // per_sentence
     return {
+        "paper_model": source_meta.get("paper_model"),
+        "n_source_sentences": n_sentences,
+        # the paper's yield measure: pairs with SIM > 70 and BLEU <= 45 per 1,000 inputs
+        "high_quality_per_1000_sentences": 1000 * n_good / n_sentences if n_sentences else 0.0,
         "translation_models": models,
         "stand_in": any(bool(m and m.get("stand_in")) for m in models.values()),
         "n_candidates": n_candidates,

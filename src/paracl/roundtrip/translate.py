@@ -10,6 +10,11 @@ Any transformers seq2seq translation model works: FSMT (facebook/wmt19-en-de), M
 (opus-mt), and multilingual NLLB/M2M, which need the source language set on the
 tokenizer and the target language forced as the first generated token.
 
+No MT weights ship offline, so the offline default is a *causal* LM prompted to
+translate (`PromptTranslator`): gemma-3-270m, which knows German, English and Japanese,
+with three fixed example pairs in the prompt (few-shot), one line per sentence. Which
+class runs is read from the model's config (`is_encoder_decoder`).
+
 Determinism: each batch is seeded from the run's seed, the setting, and the batch's own
 texts, so a batch gives the same output whichever shard or position it is run in (a
 resumed run reproduces an uninterrupted one), and whichever worker ran it.
@@ -65,6 +70,7 @@ class Sampling:
 
 
 PAPER_SETTINGS = (Sampling(20, 3.0), Sampling(30, 2.0))
+PAPER_MODELS = ("facebook/wmt19-en-de", "facebook/wmt19-de-en")
 
 
 def decoding_settings(cfg: dict) -> list[Sampling]:
@@ -84,6 +90,173 @@ def batch_seed(seed: int, tag: str, texts: Sequence[str]) -> int:
     """A seed that depends on the run seed, the setting and the batch content only."""
     digest = hashlib.sha256(f"{seed}\x00{tag}\x00".encode() + "\x00".join(texts).encode())
     return int.from_bytes(digest.digest()[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+LANGUAGE_NAMES = {"en": "English", "de": "German", "ja": "Japanese"}
+
+# The few-shot examples of a translation prompt: the same three sentences per language.
+EXAMPLES = {
+    "en": (
+        "The church was built in the 12th century and restored in 1890.",
+        "She studied physics at the University of Vienna.",
+        "The album was released by a small label in 1998.",
+    ),
+    "de": (
+        "Die Kirche wurde im 12. Jahrhundert erbaut und 1890 restauriert.",
+        "Sie studierte Physik an der Universität Wien.",
+        "Das Album wurde 1998 von einem kleinen Label veröffentlicht.",
+    ),
+    "ja": (
+        "その教会は12世紀に建てられ、1890年に修復された。",
+        "彼女はウィーン大学で物理学を学んだ。",
+        "そのアルバムは1998年に小さなレーベルから発売された。",
+    ),
+}
+
+
+def translation_prompt(text: str, src: str, tgt: str) -> str:
+    """A few-shot prompt whose continuation is the translation, ending at a newline."""
+    a, b = LANGUAGE_NAMES[src], LANGUAGE_NAMES[tgt]
+    shots = "".join(
+        f"{a}: {x}\n{b}: {y}\n\n" for x, y in zip(EXAMPLES[src], EXAMPLES[tgt], strict=True)
+    )
+    return f"{shots}{a}: {text}\n{b}:"
+
+
+def few_shot_prefix(src: str, tgt: str) -> str:
+    """The part of every src → tgt prompt before the sentence (its examples)."""
+    return translation_prompt("\x00", src, tgt).split("\x00", 1)[0]
+
+
+def describe(model_id: str, seed: int, device: torch.device) -> dict:
+    """What runs for `model_id`, for the metrics: a packaged GGUF runs as it ships (on
+    llama.cpp, quantised), anything else as `paracl.standins.describe` says."""
+    from paracl.models import PACKAGED, packaged_gguf
+    from paracl.standins import describe as describe_model
+
+    if device.type == "cpu" and model_id in PACKAGED and PACKAGED[model_id].file.endswith(".gguf"):
+        if packaged_gguf(model_id) is not None:
+            spec = PACKAGED[model_id]
+            note = f"{spec.file} from {spec.dist}, run as shipped (quantised) by llama.cpp"
+            return {
+                "id": model_id,
+                "source": f"package:{spec.dist}",
+                "note": note,
+                "stand_in": False,
+            }
+    return describe_model(model_id, seed)
+
+
+def load_translator(
+    model_id: str,
+    seed: int,
+    device: torch.device,
+    src: str,
+    tgt: str,
+    src_lang_code: str | None = None,
+    tgt_lang_code: str | None = None,
+    loaded: dict | None = None,
+) -> Translator | PromptTranslator | LlamaCppTranslator:
+    """A translator src → tgt for `model_id`: a seq2seq model (NLLB/M2M codes optional),
+    or a causal LM prompted to translate, on llama.cpp where the id ships as a GGUF file
+    (on 2 CPU cores gemma-3-270m generates ~10× faster there than in transformers; what
+    runs is the packaged quantised file itself), else on transformers. `loaded` (model →
+    object) lets the two directions of a round trip share one causal LM."""
+    from transformers import AutoConfig
+
+    from paracl.models import packaged_gguf
+    from paracl.standins import local_path
+
+    loaded = {} if loaded is None else loaded
+    gguf = packaged_gguf(model_id) if device.type == "cpu" else None
+    path = None if gguf else local_path(model_id, seed)
+    if path is not None and AutoConfig.from_pretrained(str(path)).is_encoder_decoder:
+        return Translator(path, device, src_lang_code, tgt_lang_code)
+    for code in (src, tgt):
+        if code not in LANGUAGE_NAMES:
+            raise ParamsError(
+                f"params.yaml: 'roundtrip.pivot': no translation prompt for language {code!r} "
+                f"(have: {', '.join(LANGUAGE_NAMES)})"
+            )
+    key = str(gguf or path)
+    if gguf is not None:
+        if key not in loaded:
+            from llama_cpp import Llama
+
+            loaded[key] = Llama(
+                model_path=key,
+                n_ctx=1024,
+                n_threads=torch.get_num_threads(),
+                seed=0,
+                verbose=False,
+            )
+        return LlamaCppTranslator(loaded[key], src, tgt)
+    if key not in loaded:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        model = AutoModelForCausalLM.from_pretrained(key, dtype=torch.float32)
+        loaded[key] = (model.to(device).eval(), AutoTokenizer.from_pretrained(key))
+    return PromptTranslator(*loaded[key], src, tgt)
+
+
+class LlamaCppTranslator:
+    """A packaged GGUF causal LM on llama.cpp, prompted to translate, one sentence at a
+    time: the same interface as `Translator`.
+
+    Reproducible by construction: every sentence starts from the same saved state (the
+    examples already read) and is sampled with a seed of its own text and setting, so
+    its output does not depend on which sentences ran before it (resume, shard size).
+    """
+
+    def __init__(self, llm, src: str, tgt: str):
+        self.llm, self.src, self.tgt = llm, src, tgt
+        llm.reset()
+        llm.eval(llm.tokenize(few_shot_prefix(src, tgt).encode(), add_bos=True))
+        self.state = llm.save_state()
+
+    def translate(
+        self,
+        texts: Sequence[str],
+        sampling: Sampling,
+        seed: int = 0,
+        batch_size: int = 32,
+        max_new_tokens: int = 128,
+        length_ratio: float = 2.0,
+        num_beams: int = 1,
+    ) -> list[str]:
+        """Translate `texts` as `Translator.translate` does (batch_size is unused: one
+        sentence at a time); a row ends at its first line break."""
+        if num_beams > 1:
+            raise ParamsError("params.yaml: 'roundtrip.num_beams' > 1 needs a seq2seq model")
+        if sampling.top_k is None:
+            decode = {"temperature": 0.0}
+        else:
+            decode = {"temperature": sampling.temperature, "top_k": sampling.top_k}
+        out = []
+        for text in texts:
+            n = len(self.llm.tokenize(text.encode(), add_bos=False))
+            self.llm.load_state(self.state)
+            completion = self.llm.create_completion(
+                translation_prompt(text, self.src, self.tgt),
+                max_tokens=min(max_new_tokens, math.ceil(length_ratio * n) + 5),
+                stop=["\n"],
+                top_p=1.0,
+                min_p=0.0,
+                typical_p=1.0,
+                repeat_penalty=1.0,
+                seed=batch_seed(seed, sampling.name, [text]) & 0x7FFF_FFFF,
+                **decode,
+            )
+            out.append(completion["choices"][0]["text"].strip())
+        return out
+
+
+def line_end_ids(tokenizer) -> list[int]:
+    """Every token that contains a line break: generation stops at the first one."""
+    ends = [i for t, i in tokenizer.get_vocab().items() if "\n" in t or "Ċ" in t]
+    if tokenizer.eos_token_id is not None:
+        ends.append(tokenizer.eos_token_id)
+    return sorted(set(ends))
 
 
 class Translator:
@@ -116,6 +289,17 @@ class Translator:
                 return idx
         raise ValueError(f"language code {code!r} is not a token of this tokenizer")
 
+    def _encode(self, batch: list[str], max_length: int) -> dict:
+        return self.tokenizer(
+            batch, return_tensors="pt", padding=True, truncation=True, max_length=max_length
+        ).to(self.device)
+
+    def _generate_kwargs(self) -> dict:
+        return {} if self.forced_bos is None else {"forced_bos_token_id": self.forced_bos}
+
+    def _decode(self, generated: torch.Tensor, enc: dict) -> list[str]:
+        return [t.strip() for t in self.tokenizer.batch_decode(generated, skip_special_tokens=True)]
+
     @torch.inference_mode()
     def translate(
         self,
@@ -138,22 +322,44 @@ class Translator:
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
             batch = [texts[i] for i in idx]
-            enc = self.tokenizer(
-                batch, return_tensors="pt", padding=True, truncation=True, max_length=max_new_tokens
-            ).to(self.device)
+            enc = self._encode(batch, max_new_tokens)
             limit = min(max_new_tokens, math.ceil(length_ratio * max(lengths[i] for i in idx)) + 5)
-            kwargs = sampling.kwargs()
+            kwargs = {**sampling.kwargs(), **self._generate_kwargs()}
             if num_beams > 1:
                 kwargs["num_beams"] = num_beams
-            if self.forced_bos is not None:
-                kwargs["forced_bos_token_id"] = self.forced_bos
             torch.manual_seed(batch_seed(seed, sampling.name, batch))
             with autocast(self.device):
                 generated = self.model.generate(**enc, max_new_tokens=limit, **kwargs)
-            decoded = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
-            for i, text in zip(idx, decoded, strict=True):
-                out[i] = text.strip()
+            for i, text in zip(idx, self._decode(generated, enc), strict=True):
+                out[i] = text
         return out
+
+
+class PromptTranslator(Translator):
+    """A transformers causal LM prompted to translate (few-shot), batched as `Translator`:
+    for a causal LM with no packaged GGUF, or on a GPU. A row ends at its first line
+    break, and at least 2 tokens are generated (an empty line is no translation)."""
+
+    def __init__(self, model, tokenizer, src: str, tgt: str):
+        self.model, self.tokenizer, self.src, self.tgt = model, tokenizer, src, tgt
+        self.device = model.device
+        self.tokenizer.padding_side = "left"  # generation continues every row at the end
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.stop_ids = line_end_ids(tokenizer)
+
+    def _encode(self, batch: list[str], max_length: int) -> dict:
+        prompts = [translation_prompt(t, self.src, self.tgt) for t in batch]
+        return self.tokenizer(prompts, return_tensors="pt", padding=True).to(self.device)
+
+    def _generate_kwargs(self) -> dict:
+        pad = self.tokenizer.pad_token_id
+        return {"min_new_tokens": 2, "eos_token_id": self.stop_ids, "pad_token_id": pad}
+
+    def _decode(self, generated: torch.Tensor, enc: dict) -> list[str]:
+        new = generated[:, enc["input_ids"].shape[1] :]
+        decoded = self.tokenizer.batch_decode(new, skip_special_tokens=True)
+        return [t.split("\n", 1)[0].strip() for t in decoded]
 
 
 def round_trip(
@@ -218,6 +424,8 @@ def round_trip_sharded(
             cfg["backward_model"],
             cfg["src_lang_code"],
             cfg["pivot_lang_code"],
+            params["lang"],
+            cfg["pivot"][params["lang"]],
             params["device"],
             settings,
             seed,
@@ -236,22 +444,29 @@ def init_worker(
     backward_model: str,
     src_lang_code: str | None,
     pivot_lang_code: str | None,
+    lang: str,
+    pivot: str,
     device: str,
     settings: Sequence[Sampling],
     seed: int,
     decode: dict,
 ) -> None:
     """Load the two translators (stand-ins are built here, in the worker: seed 0 forward,
-    seed 1 backward) unless this process already holds them."""
+    seed 1 backward; one causal LM serves both directions) unless this process already
+    holds them."""
     from paracl.device import select_device
-    from paracl.standins import local_path
 
     dev = select_device(device)
-    key = (forward_model, backward_model, src_lang_code, pivot_lang_code, str(dev))
+    key = (forward_model, backward_model, src_lang_code, pivot_lang_code, lang, pivot, str(dev))
     if _STATE.get("key") != key:
         _STATE.clear()
-        forward = Translator(local_path(forward_model, 0), dev, src_lang_code, pivot_lang_code)
-        backward = Translator(local_path(backward_model, 1), dev, pivot_lang_code, src_lang_code)
+        loaded: dict = {}
+        forward = load_translator(
+            forward_model, 0, dev, lang, pivot, src_lang_code, pivot_lang_code, loaded
+        )
+        backward = load_translator(
+            backward_model, 1, dev, pivot, lang, pivot_lang_code, src_lang_code, loaded
+        )
         _STATE.update(key=key, forward=forward, backward=backward)
     _STATE.update(settings=list(settings), seed=seed, decode=dict(decode))
 
