@@ -184,18 +184,16 @@ def corrupt(
             seen.add(negative)
             per_anchor[i] += 1
             rows.append(
-                {
-                    "id": ids[i],
-                    "text": m.text,
-                    "negative": negative,
-                    "masked": m.masked,
-                    "chunks": list(m.chunks),
-                    "fills": [f if f is not None else "" for f in fills.fills],
-                    "rank": rank,
-                    "score": cand.score,
-                    "n_missing": fills.n_missing,
-                    "n_extra": fills.n_extra,
-                }
+                negative_row(
+                    ids[i],
+                    m,
+                    negative,
+                    fills.fills,
+                    rank,
+                    cand.score,
+                    fills.n_missing,
+                    fills.n_extra,
+                )
             )
     return _finish(rows, counts, per_anchor, len(texts), len(keep))
 
@@ -242,23 +240,35 @@ def corrupt_causal(
         ):
             per_anchor[i] += 1
             ratios.append(round(res.anchor_score - score, 6))  # log(ppl negative / anchor)
-            rows.append(
-                {
-                    "id": ids[i],
-                    "text": m.text,
-                    "negative": negative,
-                    "masked": m.masked,
-                    "chunks": list(m.chunks),
-                    "fills": ["" if f is None else f for f in fills],
-                    "rank": rank,
-                    "score": round(score, 6),
-                    "n_missing": 0,
-                    "n_extra": 0,
-                }
-            )
+            rows.append(negative_row(ids[i], m, negative, fills, rank, round(score, 6)))
     frame, stats = _finish(rows, counts, per_anchor, len(texts), len(keep))
     stats[RATIOS] = ratios
     return frame, stats
+
+
+def negative_row(
+    anchor_id: str,
+    masked,
+    negative: str,
+    fills,
+    rank: int,
+    score: float,
+    n_missing: int = 0,
+    n_extra: int = 0,
+) -> dict:
+    """One row of schemas.NEGATIVES (either filler); a blank left unfilled is ""."""
+    return {
+        "id": anchor_id,
+        "text": masked.text,
+        "negative": negative,
+        "masked": masked.masked,
+        "chunks": list(masked.chunks),
+        "fills": ["" if f is None else f for f in fills],
+        "rank": rank,
+        "score": score,
+        "n_missing": n_missing,
+        "n_extra": n_extra,
+    }
 
 
 def _finish(
