@@ -36,6 +36,7 @@ def main() -> None:
     ap.add_argument("--input", default="data/corpus/sentences.parquet")
     ap.add_argument("--pooling", default="mean")
     ap.add_argument("--dropout", type=float, default=None)
+    ap.add_argument("--freeze-embeddings", action="store_true", help="as effect-ja does")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--seq-len", type=int, default=32)
@@ -53,6 +54,7 @@ def main() -> None:
         base_model=args.base,
         pooling=args.pooling,
         dropout=args.dropout,
+        freeze_embeddings=args.freeze_embeddings,
         batch_size=args.batch_size,
         max_seq_length=args.seq_len,
         lr=args.lr,
@@ -77,6 +79,7 @@ def main() -> None:
             run = {"method": method, "seed": seed, "test_spearman": round(score, 2),
                    "steps": metrics.get("steps", 0), "base": args.base,
                    "pooling": args.pooling, "dropout": args.dropout,
+                   "freeze_embeddings": args.freeze_embeddings,
                    "seconds": round(time.perf_counter() - t0)}  # fmt: skip
             print(json.dumps(run), flush=True)
             runs.append(run)

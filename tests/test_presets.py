@@ -35,6 +35,8 @@ ARCHITECTURES: dict[str, str] = {
     "facebook/wmt19-en-de": "fsmt",
     "facebook/wmt19-de-en": "fsmt",
     "microsoft/deberta-v3-large": "deberta-v2",
+    "HuggingFaceTB/SmolLM2-135M-Instruct": "llama",  # effect-en's plain base
+    "google/gemma-3-270m": "gemma3_text",  # effect-ja's plain base
 }
 
 # params keys (dotted) that name a model, and what the pipeline does with that model.
@@ -184,6 +186,8 @@ def _build(arch: str, request, tmp_path_factory) -> Path:
         return tiny_models.build_tiny_roberta(out)
     if arch == "deberta-v2":
         return tiny_models.build_tiny_deberta_v2(out)
+    if arch in ("llama", "gemma3_text"):
+        return tiny_models.build_tiny_model(arch, out)
     raise AssertionError(f"no tiny builder for {arch}")
 
 
@@ -191,10 +195,10 @@ def _build(arch: str, request, tmp_path_factory) -> Path:
 def test_architecture_runs_its_code_path(arch, role, request, tmp_path_factory):
     path = _build(arch, request, tmp_path_factory)
     texts = ["a man is playing a guitar .", "猫はマットの上に座っていた。"]
-    if role == "encoder":
-        from sentence_transformers import SentenceTransformer
+    if role == "encoder":  # as train_contrastive builds it (a causal LM: pad token, dropout)
+        from paracl.training.encoder import build_encoder
 
-        emb = SentenceTransformer(str(path), device="cpu").encode(texts)
+        emb = build_encoder(path, "mean", dropout=0.1).encode(texts)
         assert emb.shape == (2, 32) and np.isfinite(emb).all()
     elif role == "causal_lm":
         from paracl.paraphrase.fluency import PerplexityScorer

@@ -6,18 +6,32 @@ Every cell names what it rests on: the mean over seeds with the seeds' standard
 deviation beside it, a dagger where the split is not the official one (a seeded
 re-split of what exists offline), and one line per method naming the base model that
 ran. Missing or skipped jobs show as "n/a" with the reason in a note.
+
+Seeds: entries of train_contrastive.methods that differ only in `seed` are one method
+trained with several seeds (`seed_groups`); they make one row whose cells are the mean
+± standard deviation over those training seeds. Each row then also gets its difference
+to `none` on Avg. and a two-sided one-sample t-test of the per-seed differences (is the
+mean difference over seeds zero?). `none` trains nothing, so it has one value, and
+pairing by seed reduces to comparing each seed's run with it. A difference "holds" when
+p < 0.05 and every seed moves the same way.
 """
 
 from __future__ import annotations
 
+import json
+import statistics
 from pathlib import Path
 
 import numpy as np
+from scipy import stats
 
 from paracl.evaluation.jobs import job_info
 from paracl.io import read_json
 
 GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")
+ALPHA = 0.05  # significance level of the t-test over seeds
+ENCODERS = "models/encoders/"  # where train_contrastive saves each entry's encoder
+TEST = "two-sided one-sample t-test over training seeds of (method − none) on Avg."
 
 
 def load_results(metrics_dir: str | Path, methods: list[str], tasks: list[str]) -> dict:
@@ -31,67 +45,175 @@ def load_results(metrics_dir: str | Path, methods: list[str], tasks: list[str]) 
     return out
 
 
+def seed_groups(methods: dict[str, dict]) -> dict[str, list[str]]:
+    """{row name: [entry names]}: entries that differ only in `seed` share a row, named
+    after the first of them (params order), e.g. {"ppdb": ["ppdb", "ppdb_s2", "ppdb_s3"]}.
+
+    An entry that continues from another's encoder (`input: models/encoders/jcse_s2`, as
+    jcse_two_stage does) counts as continuing from that encoder's row, so the seeds of a
+    two-stage method group like the seeds of the stage they continue."""
+    rows: dict[str, list[str]] = {}
+    row_of_config: dict[str, str] = {}
+    row_of_entry: dict[str, str] = {}
+    for name, entry in methods.items():
+        config = {k: v for k, v in (entry or {}).items() if k != "seed"}
+        start = str(config.get("input", "")).rstrip("/")
+        parent = start.removeprefix(ENCODERS)
+        if start.startswith(ENCODERS) and parent in row_of_entry:
+            config["input"] = ENCODERS + row_of_entry[parent]
+        key = json.dumps(config, sort_keys=True, default=str)
+        row_of_entry[name] = row_of_config.setdefault(key, name)
+        rows.setdefault(row_of_entry[name], []).append(name)
+    return rows
+
+
 def ordered_tasks(tasks: list[str]) -> list[str]:
     """Tasks in Table 3's group order (stable within a group)."""
     rank = {g: i for i, g in enumerate(GROUP_ORDER)}
     return sorted(tasks, key=lambda t: rank.get(job_info(t)["group"], len(rank)))
 
 
-def build_summary(results: dict, tasks: list[str], avg_over: str = "finetune") -> dict:
-    """The summary as JSON-able data: per method, per task score/std/official, Avg."""
-    tasks = ordered_tasks(tasks)
-    rows = {}
-    for method, per_task in results.items():
-        cells, models = {}, set()
-        for t in tasks:
-            r = per_task.get(t)
-            if r is None:
-                cells[t] = {"score": None, "note": "not run (no metrics file)"}
-                continue
-            base = (r.get("encoder") or {}).get("base_model") or {}
-            models.add(base.get("id", "unknown"))
-            cells[t] = {
-                "score": r.get("score"),
-                "std": r.get("score_std"),
-                "dev": r.get("dev_score"),
-                "n_seeds": (r.get("test") or {}).get("n") if r.get("kind") == "finetune" else None,
-                "official_split": r.get("official_split"),
-            }
-            if r.get("skipped"):  # the reason a cell is empty; split notes stay per task
-                cells[t]["note"] = r["skipped"]
-        use = [t for t in tasks if avg_over == "all" or job_info(t)["kind"] == "finetune"]
-        scores = [cells[t]["score"] for t in use]
-        devs = [cells[t].get("dev") for t in use if job_info(t)["kind"] == "finetune"]
-        complete = bool(use) and all(s is not None for s in scores)
-        rows[method] = {
-            "tasks": cells,
-            "avg": float(np.mean(scores)) if complete else None,
-            "dev_avg": float(np.mean(devs)) if devs and all(d is not None for d in devs) else None,
-            "base_models": sorted(models),
+def _mean(values: list) -> float | None:
+    return float(np.mean(values)) if values and all(v is not None for v in values) else None
+
+
+def _entry_row(per_task: dict, tasks: list[str], use: list[str]) -> dict:
+    """One trained encoder's cells, Avg. and base model."""
+    cells, models = {}, set()
+    for t in tasks:
+        r = per_task.get(t)
+        if r is None:
+            cells[t] = {"score": None, "note": "not run (no metrics file)"}
+            continue
+        base = (r.get("encoder") or {}).get("base_model") or {}
+        models.add(base.get("id", "unknown"))
+        cells[t] = {
+            "score": r.get("score"),
+            "std": r.get("score_std"),
+            "dev": r.get("dev_score"),
+            "n_seeds": (r.get("test") or {}).get("n") if r.get("kind") == "finetune" else None,
+            "official_split": r.get("official_split"),
         }
+        if r.get("skipped"):  # the reason a cell is empty; split notes stay per task
+            cells[t]["note"] = r["skipped"]
+        if r.get("sets"):  # unsupervised STS: each set's Spearman, for the breakdown table
+            cells[t]["sets"] = {name: v["spearman"] for name, v in r["sets"].items()}
+    finetuned = [t for t in use if job_info(t)["kind"] == "finetune"]
+    return {
+        "tasks": cells,
+        "avg": _mean([cells[t]["score"] for t in use]) if use else None,
+        "dev_avg": _mean([cells[t].get("dev") for t in finetuned]) if finetuned else None,
+        "base_models": sorted(models),
+    }
+
+
+def _seed_row(entries: dict[str, dict], tasks: list[str]) -> dict:
+    """Several seeds' rows as one: mean ± sd over the seeds, cell by cell."""
+    first = next(iter(entries.values()))
+    if len(entries) == 1:
+        return {**first, "runs": {name: e["avg"] for name, e in entries.items()}}
+    cells = {}
+    for t in tasks:
+        per_seed = [e["tasks"][t] for e in entries.values()]
+        scores = [c["score"] for c in per_seed]
+        if any(s is None for s in scores):
+            missing = next(c for c in per_seed if c["score"] is None)
+            cells[t] = {"score": None, "note": missing.get("note", "not run")}
+            continue
+        cells[t] = {
+            "score": float(np.mean(scores)),
+            "std": statistics.stdev(scores),
+            "dev": _mean([c.get("dev") for c in per_seed]),
+            "n_seeds": len(scores),
+            "official_split": first["tasks"][t].get("official_split"),
+        }
+        if all(c.get("sets") for c in per_seed):
+            names = per_seed[0]["sets"]
+            cells[t]["sets"] = {n: float(np.mean([c["sets"][n] for c in per_seed])) for n in names}
+            cells[t]["sets_std"] = {n: statistics.stdev([c["sets"][n] for c in per_seed])
+                                    for n in names}  # fmt: skip
+    avgs = [e["avg"] for e in entries.values()]
+    return {
+        "tasks": cells,
+        "avg": _mean(avgs),
+        "avg_std": statistics.stdev(avgs) if _mean(avgs) is not None else None,
+        "dev_avg": _mean([e["dev_avg"] for e in entries.values()]),
+        "base_models": sorted({m for e in entries.values() for m in e["base_models"]}),
+        "runs": {name: e["avg"] for name, e in entries.items()},
+    }
+
+
+def effect_vs(runs: dict[str, float | None], baseline: dict[str, float | None]) -> dict | None:
+    """Avg. difference of a method's seeds to the baseline's mean, with the t-test."""
+    base = _mean(list(baseline.values()))
+    if base is None or _mean(list(runs.values())) is None:
+        return None
+    diffs = [v - base for v in runs.values()]
+    out = {"diff": float(np.mean(diffs)), "n_seeds": len(diffs), "p": None, "holds": False}
+    if len(diffs) > 1:
+        out["diff_std"] = statistics.stdev(diffs)
+        if out["diff_std"] > 0:
+            out["p"] = float(stats.ttest_1samp(diffs, 0.0).pvalue)
+        same_sign = all(d > 0 for d in diffs) or all(d < 0 for d in diffs)
+        out["holds"] = bool(out["p"] is not None and out["p"] < ALPHA and same_sign)
+    return out
+
+
+def build_summary(
+    results: dict,
+    tasks: list[str],
+    avg_over: str = "finetune",
+    groups: dict[str, list[str]] | None = None,
+) -> dict:
+    """The summary as JSON-able data: per row (a method over its seeds) per task
+    score/std/official, Avg., and the difference to `none`."""
+    tasks = ordered_tasks(tasks)
+    use = [t for t in tasks if avg_over == "all" or job_info(t)["kind"] == "finetune"]
+    entries = {name: _entry_row(per_task, tasks, use) for name, per_task in results.items()}
+    groups = groups or {name: [name] for name in results}
+    rows = {
+        row: _seed_row({n: entries[n] for n in names if n in entries}, tasks)
+        for row, names in groups.items()
+        if any(n in entries for n in names)
+    }
+    if "none" in rows:
+        for name, row in rows.items():
+            if name != "none":
+                row["vs_none"] = effect_vs(row["runs"], rows["none"]["runs"])
     return {
         "columns": [{"task": t, **job_info(t)} for t in tasks],
         "avg_over": avg_over,
+        "test": TEST,
         "methods": rows,
     }
 
 
+def _signed(value: float, fmt: str) -> str:
+    return ("+" if value >= 0 else "−") + fmt.format(abs(value))
+
+
 def to_markdown(summary: dict, decimals: int = 1) -> str:
-    """Table-3-style Markdown: a group header row, a task row, one row per method."""
+    """Table-3-style Markdown: a group header row, a task row, one row per method, then
+    (with a `none` row) the difference to it and the test over seeds."""
     cols = summary["columns"]
+    rows = summary["methods"]
     fmt = f"{{:.{decimals}f}}"
+    seeded = any(len(r.get("runs", {})) > 1 for r in rows.values())
+    effect = ["Δ Avg. vs none", "p (seeds)"] if seeded else ["Δ Avg. vs none"]
+    effect = effect if "none" in rows else []
     groups = [c["group"] for c in cols]
-    head1 = ["", *groups, ""]
+    head1 = ["", *groups, "", *[""] * len(effect)]
     # Blank out a group name repeated in adjacent columns, as Table 3 does.
     for i in range(len(groups) - 1, 0, -1):
         if groups[i] == groups[i - 1]:
             head1[i + 1] = ""
-    head2 = ["Method", *(f"{c['title']} ({c['metric']})" for c in cols), "Avg."]
+    head2 = ["Method", *(f"{c['title']} ({c['metric']})" for c in cols), "Avg.", *effect]
     lines = ["| " + " | ".join(head1) + " |", "| " + " | ".join(head2) + " |",
              "|" + "---|" * len(head2)]  # fmt: skip
     notes, daggers = [], False
-    for method, row in summary["methods"].items():
-        cells = [method]
+    for method, row in rows.items():
+        n_runs = len(row.get("runs", {}))
+        cells = [f"{method} ({n_runs} seeds)" if n_runs > 1 else method]
         for c in cols:
             cell = row["tasks"][c["task"]]
             if cell["score"] is None:
@@ -105,19 +227,72 @@ def to_markdown(summary: dict, decimals: int = 1) -> str:
                 text += " †"
                 daggers = True
             cells.append(text)
-        cells.append(fmt.format(row["avg"]) if row["avg"] is not None else "n/a")
+        avg = fmt.format(row["avg"]) if row["avg"] is not None else "n/a"
+        if row.get("avg_std") is not None:
+            avg += " ± " + fmt.format(row["avg_std"])
+        cells.append(avg)
+        if effect:
+            cells += _effect_cells(row.get("vs_none"), fmt, seeded)
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     over = "fine-tuned tasks" if summary["avg_over"] == "finetune" else "all columns"
     lines.append(f"Scores ×100; mean over seeds ± standard deviation where n > 1. "
                  f"Avg. over {over}.")  # fmt: skip
+    if seeded and effect:
+        lines.append(f"p: {summary['test']}; **bold** where p < {ALPHA} and every seed "
+                     "moves the same way (the difference holds across seeds).")  # fmt: skip
     if daggers:
         lines.append("† not the official split: a seeded re-split of what exists offline "
                      "(see split_note in metrics/eval/<method>/<task>.json).")  # fmt: skip
+    lines += _breakdowns(summary, fmt)
     lines.append("")
     lines.append("Base model that ran, per method:")
-    for method, row in summary["methods"].items():
+    for method, row in rows.items():
         lines.append(f"- {method}: {', '.join(row['base_models']) or 'unknown'}")
     if notes:
         lines += ["", "Missing cells:", *notes]
     return "\n".join(lines) + "\n"
+
+
+SET_ORDER = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
+
+
+def _breakdowns(summary: dict, fmt: str) -> list[str]:
+    """One more table per unsupervised STS column: each set's Spearman (± sd over seeds),
+    as SimCSE's Table 5 lays them out, so a reader sees where an average moved."""
+    lines = []
+    for col in summary["columns"]:
+        rows = {m: r["tasks"][col["task"]] for m, r in summary["methods"].items()}
+        with_sets = [c["sets"] for c in rows.values() if c.get("sets")]
+        if not with_sets:
+            continue
+        names = sorted(with_sets[0], key=lambda n: (SET_ORDER + (n,)).index(n))
+        lines += ["", f"{col['title']} by set ({col['metric']} ×100):", "",
+                  "| Method | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]  # fmt: skip
+        for method, cell in rows.items():
+            if not cell.get("sets"):
+                continue
+            sds = cell.get("sets_std") or {}
+            texts = [fmt.format(cell["sets"][n]) + (f" ± {fmt.format(sds[n])}" if n in sds else "")
+                     for n in names]  # fmt: skip
+            lines.append(f"| {method} | " + " | ".join(texts) + " |")
+    return lines
+
+
+def _effect_cells(effect: dict | None, fmt: str, seeded: bool) -> list[str]:
+    """The Δ (± sd over seeds) and p cells of one row ('' for none itself)."""
+    if effect is None:
+        return [""] * (2 if seeded else 1)
+    diff = _signed(effect["diff"], fmt)
+    if effect.get("diff_std") is not None:
+        diff += " ± " + fmt.format(effect["diff_std"])
+    if effect["holds"]:
+        diff = f"**{diff}**"
+    if not seeded:
+        return [diff]
+    p = (
+        "n/a (1 seed)"
+        if effect["n_seeds"] < 2
+        else (f"{effect['p']:.3f}" if effect["p"] is not None else "n/a (no spread)")
+    )
+    return [diff, p]

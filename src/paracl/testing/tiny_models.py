@@ -32,6 +32,7 @@ TEST_SPECIALS = {
     "gpt2": {"bos": "<|endoftext|>", "eos": "<|endoftext|>", "unk": "<|endoftext|>"},
     # as SmolLM2's and Gemma's: no pad token, and left padding (Gemma's default)
     "llama": {"bos": "<s>", "eos": "</s>", "unk": "<unk>"},
+    "gemma3_text": {"bos": "<bos>", "eos": "<eos>", "pad": "<pad>", "unk": "<unk>"},
     "bert": {"cls": "[CLS]", "sep": "[SEP]", "pad": "[PAD]", "unk": "[UNK]", "mask": "[MASK]"},
 }
 
@@ -52,7 +53,7 @@ def build_tokenizer(arch: str, vocab_size: int = 400) -> PreTrainedTokenizerFast
     kwargs = {f"{k}_token": v for k, v in specials.items()}
     if arch == "gpt2":
         kwargs["pad_token"] = specials["eos"]
-    if arch == "llama":
+    if arch in ("llama", "gemma3_text"):
         kwargs["padding_side"] = "left"
     return PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
 
@@ -62,18 +63,24 @@ def _config(arch: str, tok: PreTrainedTokenizerFast):
     from transformers import BertConfig, GPT2Config, LlamaConfig
 
     vocab = len(tok)
+    decoder = {  # SmolLM2's and gemma-3's shape, scaled down
+        "vocab_size": vocab,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "max_position_embeddings": 128,
+        "bos_token_id": tok.bos_token_id,
+        "eos_token_id": tok.eos_token_id,
+    }
     if arch == "llama":  # SmolLM2's architecture; attention_dropout 0 as in the real ones
-        return LlamaConfig(
-            vocab_size=vocab,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-            max_position_embeddings=128,
-            bos_token_id=tok.bos_token_id,
-            eos_token_id=tok.eos_token_id,
-            tie_word_embeddings=True,
+        return LlamaConfig(**decoder, tie_word_embeddings=True)
+    if arch == "gemma3_text":  # gemma-3-270m's architecture (sliding and global attention)
+        from transformers import Gemma3TextConfig
+
+        return Gemma3TextConfig(
+            **decoder, head_dim=16, sliding_window=16, pad_token_id=tok.pad_token_id
         )
     if arch == "gpt2":
         return GPT2Config(
@@ -99,7 +106,7 @@ def _config(arch: str, tok: PreTrainedTokenizerFast):
 def build_tiny_model(arch: str, out_dir: str | Path, seed: int = 0) -> Path:
     """Save a tiny random `arch` model and its tokenizer to out_dir; return the path.
 
-    arch: gpt2 and llama (causal LMs), bert (encoder; saved as BertModel), and the
+    arch: gpt2, llama and gemma3_text (causal LMs), bert (encoder; saved as BertModel), and the
     stand-ins' t5, bart, marian (seq2seq, saved with their LM heads).
     """
     from transformers import AutoModel, AutoModelForCausalLM
