@@ -95,6 +95,13 @@ def test_unsupervised_sts_sets_get_a_breakdown_table():
     assert "| Method | STS12 | SICKRelatedness |" in md  # SimCSE's order, not alphabetical
     assert "| none | 40.0 | 50.0 |" in md and "| ppdb | 43.0 ± 1.4 | 56.0 ± 1.4 |" in md
 
+    # a set without a score (too few pairs) is n/a; PI's per-set accuracies get no table
+    results["none"]["unsup_sts_en"]["sets"]["STS12"] = {"pairs": 1}
+    results["none"]["pi_en"] = {**_result(70.0), "kind": "pi", "sets": {"mrpc": {"accuracy": 70}}}
+    summary = build_summary(results, ["unsup_sts_en", "pi_en"], "all", seed_groups(METHODS))
+    md = to_markdown(summary)
+    assert "| none | n/a | 50.0 |" in md and "mrpc" not in md
+
 
 @pytest.mark.parametrize("name", ["effect-en", "effect-ja"])
 def test_effect_presets_train_every_method_with_three_seeds(name, tmp_path):

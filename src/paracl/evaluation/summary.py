@@ -96,8 +96,8 @@ def _entry_row(per_task: dict, tasks: list[str], use: list[str]) -> dict:
         }
         if r.get("skipped"):  # the reason a cell is empty; split notes stay per task
             cells[t]["note"] = r["skipped"]
-        if r.get("sets"):  # unsupervised STS: each set's Spearman, for the breakdown table
-            cells[t]["sets"] = {name: v["spearman"] for name, v in r["sets"].items()}
+        if r.get("kind") == "unsup_sts" and r.get("sets"):  # each set's Spearman (breakdown)
+            cells[t]["sets"] = {name: v.get("spearman") for name, v in r["sets"].items()}
     finetuned = [t for t in use if job_info(t)["kind"] == "finetune"]
     return {
         "tasks": cells,
@@ -128,10 +128,10 @@ def _seed_row(entries: dict[str, dict], tasks: list[str]) -> dict:
             "official_split": first["tasks"][t].get("official_split"),
         }
         if all(c.get("sets") for c in per_seed):
-            names = per_seed[0]["sets"]
-            cells[t]["sets"] = {n: float(np.mean([c["sets"][n] for c in per_seed])) for n in names}
-            cells[t]["sets_std"] = {n: statistics.stdev([c["sets"][n] for c in per_seed])
-                                    for n in names}  # fmt: skip
+            by_set = {n: [c["sets"].get(n) for c in per_seed] for n in per_seed[0]["sets"]}
+            cells[t]["sets"] = {n: _mean(v) for n, v in by_set.items()}
+            cells[t]["sets_std"] = {n: statistics.stdev(v) for n, v in by_set.items()
+                                    if _mean(v) is not None}  # fmt: skip
     avgs = [e["avg"] for e in entries.values()]
     return {
         "tasks": cells,
@@ -273,8 +273,8 @@ def _breakdowns(summary: dict, fmt: str) -> list[str]:
             if not cell.get("sets"):
                 continue
             sds = cell.get("sets_std") or {}
-            texts = [fmt.format(cell["sets"][n]) + (f" ± {fmt.format(sds[n])}" if n in sds else "")
-                     for n in names]  # fmt: skip
+            texts = [("n/a" if cell["sets"].get(n) is None else fmt.format(cell["sets"][n]))
+                     + (f" ± {fmt.format(sds[n])}" if n in sds else "") for n in names]  # fmt: skip
             lines.append(f"| {method} | " + " | ".join(texts) + " |")
     return lines
 
