@@ -30,7 +30,6 @@ from paracl.io import read_json
 
 GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")
 ALPHA = 0.05  # significance level of the t-test over seeds
-ENCODERS = "models/encoders/"  # where train_contrastive saves each entry's encoder
 TEST = "two-sided one-sample t-test over training seeds of (method − none) on Avg."
 
 
@@ -49,18 +48,17 @@ def seed_groups(methods: dict[str, dict]) -> dict[str, list[str]]:
     """{row name: [entry names]}: entries that differ only in `seed` share a row, named
     after the first of them (params order), e.g. {"ppdb": ["ppdb", "ppdb_s2", "ppdb_s3"]}.
 
-    An entry that continues from another's encoder (`input: models/encoders/jcse_s2`, as
-    jcse_two_stage does) counts as continuing from that encoder's row, so the seeds of a
-    two-stage method group like the seeds of the stage they continue."""
+    An entry that continues from another's encoder (it has `data`; its `input` is that
+    encoder, as jcse_two_stage's `models/encoders/jcse_s2`) counts as continuing from
+    that encoder's row, so the seeds of a two-stage method group like the stage before."""
     rows: dict[str, list[str]] = {}
     row_of_config: dict[str, str] = {}
     row_of_entry: dict[str, str] = {}
     for name, entry in methods.items():
         config = {k: v for k, v in (entry or {}).items() if k != "seed"}
-        start = str(config.get("input", "")).rstrip("/")
-        parent = start.removeprefix(ENCODERS)
-        if start.startswith(ENCODERS) and parent in row_of_entry:
-            config["input"] = ENCODERS + row_of_entry[parent]
+        if config.get("data") is not None:  # continued training (MethodSpec.start)
+            parent = Path(str(config["input"])).name
+            config["input"] = row_of_entry.get(parent, config["input"])
         key = json.dumps(config, sort_keys=True, default=str)
         row_of_entry[name] = row_of_config.setdefault(key, name)
         rows.setdefault(row_of_entry[name], []).append(name)
