@@ -7,6 +7,12 @@ for the training call itself (model loading excluded). The two runs alternate
 `--repeats` times and the median is kept, since this machine's CPUs are shared.
 
     python bench/bench_training.py --pairs 256 --batch-size 32 --seq-len 32
+
+`--text wiki` (default) trains unsupervised SimCSE-style pairs (anchor = positive) on the
+first Wikipedia sentences of the data mirror, whose lengths vary as a real corpus's do;
+`--text synthetic` on made-up 8-20 word pairs. paracl runs twice, with its default random
+batches and with `length_grouping` (batches of similar length); sentence-transformers with
+its default batch sampler, which a user of it would get.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import statistics
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -40,11 +48,21 @@ def make_pairs(n: int, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame({"anchor": texts, "positive": paras, "negative": None})
 
 
-def run_paracl(path: str, pairs: pd.DataFrame, args) -> float:
+def wiki_pairs(n: int) -> pd.DataFrame:
+    """The mirror's first `n` Wikipedia sentences as (sentence, itself) pairs."""
+    mirror = Path(os.environ.get("PARACL_DATA_MIRROR", Path(__file__).parents[2] / "shared/data"))
+    lines = (mirror / "wiki-en/wiki1m_for_simcse.txt").read_text(encoding="utf-8").splitlines()
+    texts = [t.strip() for t in lines[:-1] if t.strip()][:n]  # the last line is cut mid-word
+    return pd.DataFrame({"anchor": texts, "positive": texts, "negative": None})
+
+
+def run_paracl(path: str, pairs: pd.DataFrame, args, grouping: bool = False) -> float:
     torch.manual_seed(0)
-    model = build_encoder(path, "mean", args.seq_len)
+    model = build_encoder(path, "mean", args.seq_len, dropout=args.dropout)
     obj = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
-    cfg = TrainConfig(lr=5e-5, epochs=1, batch_size=args.batch_size, seed=0)
+    cfg = TrainConfig(
+        lr=5e-5, epochs=1, batch_size=args.batch_size, seed=0, length_grouping=grouping
+    )
     start = time.perf_counter()
     res = train(model, pairs, obj, cfg)
     return res.examples_seen / (time.perf_counter() - start)
@@ -59,7 +77,7 @@ def run_st(path: str, pairs: pd.DataFrame, args) -> float:
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     torch.manual_seed(0)
-    model = build_encoder(path, "mean", args.seq_len)
+    model = build_encoder(path, "mean", args.seq_len, dropout=args.dropout)
     data = Dataset.from_dict({"anchor": pairs.anchor.tolist(), "positive": pairs.positive.tolist()})
     with tempfile.TemporaryDirectory() as tmp:
         targs = SentenceTransformerTrainingArguments(
@@ -93,27 +111,35 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--seq-len", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--text", choices=("wiki", "synthetic"), default="wiki")
+    parser.add_argument("--dropout", type=float, default=None, help="e.g. 0.1 for a causal LM")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     path = str(resolve_model(args.model).path)
-    pairs = make_pairs(args.pairs)
-    ours, theirs = [], []
-    for _ in range(args.repeats):
-        ours.append(run_paracl(path, pairs, args))
-        theirs.append(run_st(path, pairs, args))
+    pairs = wiki_pairs(args.pairs) if args.text == "wiki" else make_pairs(args.pairs)
+    runners = {
+        "paracl": lambda: run_paracl(path, pairs, args),
+        "paracl_grouped": lambda: run_paracl(path, pairs, args, grouping=True),
+        "st_trainer": lambda: run_st(path, pairs, args),
+    }
+    runs: dict[str, list[float]] = {name: [] for name in runners}
+    names = list(runners)
+    for r in range(args.repeats):  # alternating, and each repeat starts with the next one:
+        for name in names[r % 3 :] + names[: r % 3]:  # a process's first run is slower
+            runs[name].append(runners[name]())
     result = {
         "model": args.model,
+        "text": args.text,
         "pairs": args.pairs,
         "batch_size": args.batch_size,
         "seq_len": args.seq_len,
         "threads": torch.get_num_threads(),
-        "paracl_samples_per_s": round(statistics.median(ours), 2),
-        "st_trainer_samples_per_s": round(statistics.median(theirs), 2),
+        **{f"{name}_samples_per_s": round(statistics.median(v), 2) for name, v in runs.items()},
     }
-    result["speedup"] = round(
-        result["paracl_samples_per_s"] / result["st_trainer_samples_per_s"], 3
-    )
+    st = result["st_trainer_samples_per_s"]
+    result["speedup"] = round(result["paracl_samples_per_s"] / st, 3)
+    result["speedup_grouped"] = round(result["paracl_grouped_samples_per_s"] / st, 3)
     print(json.dumps(result, indent=2))
 
 

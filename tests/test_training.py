@@ -310,3 +310,35 @@ def test_ebsim_masks_title_words_up_to_half(st_tiny):
     assert masked is not None and masked.count("[MASK]") == 2
     assert masked[3:] == ["man", "plays"]
     assert mask_similar_words(model, ["zzz"], ["man", "plays"], eta=0.999, max_mask=0.5) is None
+
+
+def test_length_grouping_batches_are_a_seeded_partition_of_similar_lengths():
+    from paracl.training.trainer import GROUP_WINDOW, _batches
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(4, 33, size=1000).tolist()
+    grouped = _batches(1000, 8, seed=3, epoch=0, lengths=lengths)
+    assert grouped == _batches(1000, 8, seed=3, epoch=0, lengths=lengths)  # seeded
+    assert grouped != _batches(1000, 8, seed=3, epoch=1, lengths=lengths)
+    assert sorted(i for b in grouped for i in b) == list(range(1000))  # every example once
+    plain = _batches(1000, 8, seed=3, epoch=0)
+    padded = {  # tokens a batch pads to, summed: the work the grouping saves
+        name: sum(len(b) * max(lengths[i] for i in b) for b in batches)
+        for name, batches in (("grouped", grouped), ("plain", plain))
+    }
+    assert padded["grouped"] < 0.8 * padded["plain"]
+    # the batch order is shuffled, not longest first: a window's batches are spread out
+    first_window = {i for b in grouped[:GROUP_WINDOW] for i in b}
+    assert max(lengths[i] for i in first_window) - min(lengths[i] for i in first_window) > 20
+
+
+def test_length_grouping_trains_on_the_same_examples(st_tiny):
+    from paracl.training.trainer import token_lengths
+
+    model = st_tiny()
+    ex = load_examples_frame(_pairs(16))
+    lengths = token_lengths(model, ex)
+    assert len(lengths) == 16 and all(2 < n <= model.max_seq_length for n in lengths)
+    obj = infonce.objective(model, infonce.Params(), TAU)
+    res = train(model, ex, obj, TrainConfig(lr=1e-3, batch_size=4, seed=0, length_grouping=True))
+    assert res.examples_seen == 16 and res.steps == 4

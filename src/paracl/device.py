@@ -48,6 +48,17 @@ def autocast(device: torch.device) -> Iterator[None]:
             yield
 
 
+def adamw(params, lr: float, weight_decay: float = 0.0) -> torch.optim.AdamW:
+    """AdamW with torch's fused kernel on CPU and CUDA (its default on CPU loops over the
+    tensors in Python: 0.19 s of a 1.7 s all-MiniLM-L6-v2 step on 2 cores). transformers'
+    Trainer, and so sentence-transformers', uses the fused one too (adamw_torch_fused).
+    `params` is a list of tensors or of param groups, as torch.optim takes."""
+    groups = list(params)
+    tensors = [p for g in groups for p in (g["params"] if isinstance(g, dict) else [g])]
+    fused = bool(tensors) and tensors[0].device.type in ("cpu", "cuda")
+    return torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay, fused=fused or None)
+
+
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy and torch so that the same params give the same outputs."""
     random.seed(seed)

@@ -249,6 +249,7 @@ class TrainContrastive(Section):
     )
     max_seq_length: int = param(min=4, max=4096)
     batch_size: int = param(min=2, help="pairs per batch = the in-batch negatives pool")
+    length_grouping: bool = param(False, help="batches of similar length (less padding)")
     mini_batch_size: int | None = param(min=1, help="GradCache chunk; null = all")
     processes: int = param(1, min=1, help="training processes (torchrun)")
     checkpoint_every: int | None = param(10, min=1, help="steps between resumable checkpoints")

@@ -27,7 +27,7 @@ from transformers import (
     get_linear_schedule_with_warmup,
 )
 
-from paracl.device import autocast, seed_everything
+from paracl.device import adamw, autocast, seed_everything
 from paracl.errors import InputError
 from paracl.evaluation.encoder import transformer_dir
 from paracl.evaluation.metrics import METRICS, summarize_seeds
@@ -129,7 +129,7 @@ def finetune_once(
         {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)],
          "weight_decay": 0.0},
     ]  # fmt: skip
-    optimizer = torch.optim.AdamW(groups, lr=cfg.lr)
+    optimizer = adamw(groups, lr=cfg.lr)
     steps_per_epoch = math.ceil(len(data.train) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)

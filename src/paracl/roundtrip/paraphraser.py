@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 import torch
 
+from paracl.device import adamw
 from paracl.roundtrip import paraphraser_causal as causal
 from paracl.roundtrip import paraphraser_seq2seq as seq2seq
 from paracl.roundtrip.paraphraser_freeze import NewTokens, freeze, init_from_names
@@ -136,7 +137,7 @@ def train(
     """Fine-tune the parameters that require grad in place, with early stopping on dev
     loss; the best epoch's weights are kept (only the trained ones are copied)."""
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=lr)
+    optimizer = adamw(params, lr=lr)
     generator = torch.Generator().manual_seed(seed)
     rows = pairs_to_rows(train_df)
     history: list[dict] = []

@@ -36,7 +36,7 @@ from sentence_transformers import SentenceTransformer
 from tqdm import tqdm
 from transformers import get_linear_schedule_with_warmup
 
-from paracl.device import autocast, seed_everything
+from paracl.device import adamw, autocast, seed_everything
 from paracl.distributed.gather import gather_columns, world_size
 from paracl.training import parallel
 from paracl.training.checkpoint import (
@@ -62,6 +62,7 @@ class TrainConfig:
     seed: int = 42
     mega_batch: int = 1  # mini-batches aggregated for mining (AMS, Algorithm 2)
     weight_decay: float = 0.0
+    length_grouping: bool = False  # batches of similar length (less padding; see _batches)
 
 
 @dataclass
@@ -78,13 +79,47 @@ class TrainResult:
 Logger = Callable[[str, float, int], None]
 
 
-def _batches(n: int, size: int, seed: int, epoch: int) -> list[list[int]]:
+GROUP_WINDOW = 50  # batches per length-sorted window (transformers' LengthGroupedSampler)
+
+
+def _batches(
+    n: int, size: int, seed: int, epoch: int, lengths: list[int] | None = None
+) -> list[list[int]]:
     """Seeded shuffle per epoch; the last batch is dropped if it could not contrast (<2)
-    or (multi-process) could not give every rank a row."""
+    or (multi-process) could not give every rank a row.
+
+    With `lengths` (tokens per example), batches are grouped by length as transformers'
+    LengthGroupedSampler does: the shuffled order is cut into windows of GROUP_WINDOW
+    batches, each window is sorted by length and cut into batches, and the batches are
+    shuffled. A batch then pads to nearly its own length, which is the work saved; its
+    in-batch negatives are still a random draw from a window of 50 batches' examples."""
     gen = torch.Generator().manual_seed(seed * 1000 + epoch)
     order = torch.randperm(n, generator=gen).tolist()
+    if lengths is not None:
+        window = size * GROUP_WINDOW
+        order = [
+            i
+            for w in range(0, n, window)
+            for i in sorted(order[w : w + window], key=lambda i: -lengths[i])
+        ]
     out = [order[i : i + size] for i in range(0, n, size)]
+    if lengths is not None:
+        out = [out[i] for i in torch.randperm(len(out), generator=gen).tolist()]
     return [b for b in out if len(b) >= max(2, world_size())]
+
+
+def token_lengths(model: SentenceTransformer, examples: pd.DataFrame) -> list[int]:
+    """Tokens per example as the merged forward pass pads it: its longest text (anchor,
+    positive or negative), truncated at the model's max_seq_length."""
+    tokenizer, limit = model.tokenizer, model.max_seq_length
+    longest = [0] * len(examples)
+    for col in ("anchor", "positive", "negative"):
+        if col not in examples or examples[col].isna().all():
+            continue
+        texts = examples[col].fillna("").astype(str).tolist()
+        ids = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=limit)
+        longest = [max(a, len(b)) for a, b in zip(longest, ids["input_ids"], strict=True)]
+    return longest
 
 
 def _embed_columns(model, cols: list[list[str]], device) -> list[torch.Tensor]:
@@ -105,7 +140,9 @@ class _Progress:
     """The loop's state besides weights and optimiser: what a resumed run continues from."""
 
     result: TrainResult
-    best_state: dict[str, torch.Tensor]
+    # a copy of the best epoch's weights, taken only while a later epoch may still run;
+    # None: the model's own weights are the best (no copy of a 1 GB model per epoch)
+    best_state: dict[str, torch.Tensor] | None = None
     bad_epochs: int = 0
     logged: list[tuple[str, float, int]] = field(default_factory=list)
     epoch: int = 0  # the next step is batch `batch` of epoch `epoch`;
@@ -155,15 +192,16 @@ def train(
         """The loss over the global batch: every rank's rows (identity with one process)."""
         return objective.loss(gather_columns(reps))
 
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    per_epoch = len(_batches(len(examples), config.batch_size, config.seed, 0))
+    optimizer = adamw(params, lr=config.lr, weight_decay=config.weight_decay)
+    lengths = token_lengths(model, examples) if config.length_grouping else None
+    per_epoch = len(_batches(len(examples), config.batch_size, config.seed, 0, lengths))
     if per_epoch == 0:
         raise ValueError(f"{len(examples)} examples make no batch of >= 2")
     total = per_epoch * config.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, 0, total)
     mini = config.mini_batch_size or config.batch_size
     mega = max(1, config.mega_batch)
-    progress = _Progress(TrainResult(), copy.deepcopy(model.state_dict()))
+    progress = _Progress(TrainResult())
 
     def record(key: str, value: float, step: int) -> None:
         progress.logged.append((key, value, step))
@@ -182,7 +220,7 @@ def train(
     with sigterm_requests(checkpoint is not None) as requested:
         for epoch in range(start_epoch, config.epochs):
             model.train()
-            batches = _batches(len(examples), config.batch_size, config.seed, epoch)
+            batches = _batches(len(examples), config.batch_size, config.seed, epoch, lengths)
             first = start_batch if epoch == start_epoch else 0  # steps done before a resume
             bar = tqdm(
                 total=len(batches),
@@ -238,9 +276,8 @@ def train(
             bar.close()
             result.epochs_run = epoch + 1
             progress.epoch, progress.batch = epoch + 1, 0
-            if dev_score is None:
-                progress.best_state = copy.deepcopy(model.state_dict())
-                result.best_epoch = epoch + 1
+            if dev_score is None:  # the last epoch is the best
+                progress.best_state, result.best_epoch = None, epoch + 1
                 continue
             score = parallel.main_value(lambda: dev_score(inference_model(model)), device)
             result.dev_history.append(score)
@@ -250,13 +287,15 @@ def train(
                 log.info("epoch %d: dev %.2f (best before %.2f)", epoch + 1, score, best)
             if score > best:
                 result.best_dev, result.best_epoch, progress.bad_epochs = score, epoch + 1, 0
-                progress.best_state = copy.deepcopy(model.state_dict())
+                last = epoch + 1 == config.epochs
+                progress.best_state = None if last else copy.deepcopy(model.state_dict())
             else:
                 progress.bad_epochs += 1
                 if progress.bad_epochs >= config.patience:
                     log.info("early stop: %d epochs without dev gain", progress.bad_epochs)
                     break
-    model.load_state_dict(progress.best_state)
+    if progress.best_state is not None:
+        model.load_state_dict(progress.best_state)
     return result
 
 
@@ -274,9 +313,7 @@ def _capture(
         "extra": [p.detach() for p in extra],
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict(),
-        # before the first epoch ends the best weights are still the initial ones, which
-        # the rerun rebuilds: not saved (a second copy of the model in every checkpoint)
-        "best": progress.best_state if progress.result.epochs_run else None,
+        "best": progress.best_state,  # None: the weights above are the best so far
         "bad_epochs": progress.bad_epochs,
         "result": asdict(progress.result),
         "logged": list(progress.logged),
@@ -316,8 +353,7 @@ def _restore(
             p.copy_(saved)
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
-    if state["best"] is not None:
-        progress.best_state = state["best"]
+    progress.best_state = state["best"]
     progress.bad_epochs = state["bad_epochs"]
     progress.result = TrainResult(**state["result"])
     progress.epoch, progress.batch = state["epoch"], state["batch"]
