@@ -102,6 +102,33 @@ def test_theta_curve_from_exp_show_json(capsys, tmp_path):
     assert "theta=0.3" in capsys.readouterr().out
 
 
+def test_theta_curve_of_an_effect_preset_uses_avg_with_the_seed_spread(capsys, tmp_path):
+    """The effect presets run no fine-tuned task (dev_avg null) and 3 seeds per method."""
+    import csv
+    import json
+
+    def effect(rev, name, theta, avg, std):
+        rec = _record(rev, name, theta, None)
+        ppdb = rec["data"]["metrics"]["metrics/summary.json"]["data"]["methods"]["ppdb"]
+        ppdb.update({"avg": avg, "avg_std": std})
+        return rec
+
+    exp = tmp_path / "exp.json"
+    exp.write_text(
+        json.dumps([effect("a1", "main", 0.3, 38.3, 1.4), effect("b2", "x", 0.5, 37.0, 0.6)])
+    )
+    out = tmp_path / "metrics"
+    assert main(["theta-curve", "--input", str(exp), "--out-dir", str(out)]) == 1
+    assert "--metric avg" in capsys.readouterr().err  # dev_avg is null: says what to use
+    assert main(["theta-curve", "--input", str(exp), "--out-dir", str(out), "--metric", "avg"]) == 0
+    rows = list(csv.DictReader((out / "theta_curve.csv").open()))
+    assert [(r["theta"], r["avg"], r["avg_std"]) for r in rows] == [
+        ("0.3", "38.3", "1.4"),
+        ("0.5", "37.0", "0.6"),
+    ]
+    assert "avg=38.30 ± 1.40" in capsys.readouterr().out
+
+
 def test_theta_curve_without_experiments_fails_clearly(capsys, tmp_path):
     exp = tmp_path / "exp.json"
     exp.write_text("[]")

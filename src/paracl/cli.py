@@ -115,7 +115,9 @@ def cmd_theta_curve(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     for r in rows:
-        print(f"theta={r['theta']:g}  {args.metric}={r['value']:.2f}  (n={r['n_experiments']})")
+        spread = "" if r["std"] is None else f" ± {r['std']:.2f}"
+        print(f"theta={r['theta']:g}  {args.metric}={r['value']:.2f}{spread}  "
+              f"(n={r['n_experiments']})")  # fmt: skip
     print(f"wrote {args.out_dir}/theta_curve.csv and {args.out_dir}/theta_curve.png")
     return 0
 
@@ -149,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     theta = sub.add_parser("theta-curve", help="dev average vs theta over DVC experiments")
     theta.add_argument("--input", help="saved `dvc exp show --json` output (default: run it)")
     theta.add_argument("--method", default="ppdb")
-    theta.add_argument("--metric", default="dev_avg")
+    theta.add_argument(
+        "--metric", default="dev_avg", help="dev_avg (fine-tuned dev) or avg (effect presets)"
+    )
     theta.add_argument("--out-dir", default="metrics")
     theta.set_defaults(func=cmd_theta_curve)
     args = parser.parse_args(argv)

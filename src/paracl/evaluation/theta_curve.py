@@ -10,6 +10,10 @@ params.yaml and `methods.<method>.<metric>` (default `ppdb` / `dev_avg`: the mea
 score over the fine-tuned tasks, the quantity the paper selects θ on) from
 metrics/summary.json, and writes one row per θ. Experiments with the same θ (a rerun,
 the workspace next to its committed baseline) are averaged and counted, not plotted twice.
+Where the method has several seeds (presets/effect-en.yaml), the summary also holds the
+seeds' sd of the metric (`<metric>_std`); it is kept and drawn as an error bar. The effect
+presets run no fine-tuned task, so their `dev_avg` is null: `--metric avg` (the test
+average) is the curve there.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ def points(
     metric: str = "dev_avg",
     include_workspace: bool = False,
 ) -> list[dict[str, Any]]:
-    """(rev, name, theta, value) for each experiment that has both θ and the metric.
+    """(rev, name, theta, value, std) for each experiment that has both θ and the metric;
+    std is the seeds' sd of the metric, or None with one seed.
 
     The workspace is left out by default: after `dvc exp run` it is a copy of the last
     experiment, which would then count twice.
@@ -58,27 +63,34 @@ def points(
         params = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
         summary = ((data.get("metrics") or {}).get(SUMMARY) or {}).get("data") or {}
         theta = params.get("theta")
-        value = ((summary.get("methods") or {}).get(method) or {}).get(metric)
+        entry = (summary.get("methods") or {}).get(method) or {}
+        value, std = entry.get(metric), entry.get(f"{metric}_std")
         if theta is None or value is None or rev in seen:
             continue
         seen.add(rev)
         name = rec.get("name") or data.get("name") or rev
-        out.append({"rev": rev, "name": name, "theta": float(theta), "value": float(value)})
+        std = None if std is None else float(std)
+        out.append(
+            {"rev": rev, "name": name, "theta": float(theta), "value": float(value), "std": std}
+        )
     return out
 
 
 def curve(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per θ (ascending): mean of the metric, how many experiments, their names."""
+    """One row per θ (ascending): mean of the metric, the mean of the experiments' seed
+    sds (None without seeds), how many experiments, their names."""
     by_theta: dict[float, list[dict]] = {}
     for p in pts:
         by_theta.setdefault(p["theta"], []).append(p)
     rows = []
     for theta in sorted(by_theta):
         group = sorted(by_theta[theta], key=lambda p: p["name"])
+        stds = [p["std"] for p in group if p.get("std") is not None]
         rows.append(
             {
                 "theta": theta,
                 "value": sum(p["value"] for p in group) / len(group),
+                "std": sum(stds) / len(stds) if stds else None,
                 "n_experiments": len(group),
                 "experiments": " ".join(p["name"] for p in group),
             }
@@ -87,20 +99,23 @@ def curve(pts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def write_csv(rows: list[dict], path: str | Path, metric: str = "dev_avg") -> None:
-    """CSV with columns theta, <metric>, n_experiments, experiments (for `dvc plots show`)."""
+    """CSV with columns theta, <metric>, <metric>_std (empty without seeds), n_experiments,
+    experiments (for `dvc plots show`)."""
     from paracl.io import atomic_path
 
     with atomic_path(Path(path)) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(["theta", metric, "n_experiments", "experiments"])
+        writer.writerow(["theta", metric, f"{metric}_std", "n_experiments", "experiments"])
         for r in rows:
+            std = "" if r.get("std") is None else round(r["std"], 6)
             writer.writerow(
-                [r["theta"], round(r["value"], 6), r["n_experiments"], r["experiments"]]
+                [r["theta"], round(r["value"], 6), std, r["n_experiments"], r["experiments"]]
             )
 
 
 def plot(rows: list[dict], path: str | Path, method: str, metric: str) -> None:
-    """Line plot of the metric against θ, the best θ marked (as the paper's Figure 2)."""
+    """Line plot of the metric against θ, ± the seeds' sd where known, the best θ marked
+    (as the paper's Figure 2)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -110,12 +125,13 @@ def plot(rows: list[dict], path: str | Path, method: str, metric: str) -> None:
 
     xs, ys = [r["theta"] for r in rows], [r["value"] for r in rows]
     fig, ax = plt.subplots(figsize=(5, 3.5))
-    ax.plot(xs, ys, marker="o")
+    errs = [r.get("std") or 0.0 for r in rows]
+    ax.errorbar(xs, ys, yerr=errs if any(errs) else None, marker="o", capsize=3)
     best = max(range(len(rows)), key=lambda i: ys[i])
     ax.scatter([xs[best]], [ys[best]], s=120, facecolors="none", edgecolors="red", zorder=3)
     ax.set_xlabel("θ (keep rules with p(d|s) ≥ θ)")
     ax.set_ylabel(f"{metric} ({method})")
-    ax.set_title("Dev average vs θ")
+    ax.set_title(f"{metric} vs θ" + (" (± sd over seeds)" if any(errs) else ""))
     ax.grid(alpha=0.3)
     fig.tight_layout()
     with atomic_path(Path(path)) as tmp:
@@ -148,7 +164,8 @@ def theta_curve(
     if not rows:
         raise ValueError(
             f"no experiment has both 'theta' and methods.{method}.{metric} in {SUMMARY} "
-            "(run the sweep first: dvc exp run --queue -S theta=0.1,0.2,0.3 && dvc queue start)"
+            "(run the sweep first: dvc exp run --queue -S theta=0.1,0.2,0.3 && dvc queue start; "
+            "dev_avg is null without a fine-tuned task, as in the effect presets: --metric avg)"
         )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
