@@ -122,3 +122,34 @@ def test_effect_presets_train_every_method_with_three_seeds(name, tmp_path):
     assert {"simcse_unsup", "ppdb", "roundtrip", "paraphraser", "jcse", "ams"} <= set(rows)
     assert all(len(entries) == 3 for entries in rows.values()), rows
     assert [methods[e]["seed"] for e in rows["ppdb"]] == [1, 2, 3]
+
+
+def test_the_papers_claims_are_welch_tests_between_their_two_methods():
+    from scipy import stats
+
+    scores = {"none": 30.0, "ppdb": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
+              "simcse_unsup": 31.0, "simcse_unsup_s2": 29.0, "ams": 35.0}  # fmt: skip
+    results = {m: {"unsup_sts_en": _result(s)} for m, s in scores.items()}
+    summary = build_summary(results, ["unsup_sts_en"], "all", seed_groups(METHODS))
+    # only the claim whose two methods ran: ppdb above unsupervised SimCSE
+    [claim] = summary["claims"]
+    assert (claim["method"], claim["other"]) == ("ppdb", "simcse_unsup")
+    assert claim["diff"] == pytest.approx(41.0 - 30.0)
+    expected = stats.ttest_ind([40.0, 41.0, 42.0], [31.0, 29.0], equal_var=False).pvalue
+    assert claim["p"] == pytest.approx(expected) and claim["holds"]
+    text = to_markdown(summary)
+    assert "The papers' claims" in text and "ppdb − simcse_unsup: +11.0" in text
+    # the claim's direction matters: a significant difference the other way does not hold
+    flipped = {**scores, "ppdb": 20.0, "ppdb_s2": 21.0, "ppdb_s3": 22.0}
+    results = {m: {"unsup_sts_en": _result(s)} for m, s in flipped.items()}
+    [claim] = build_summary(results, ["unsup_sts_en"], "all", seed_groups(METHODS))["claims"]
+    assert claim["diff"] < 0 and claim["p"] < 0.05 and not claim["holds"]
+    # one seed each: a difference, no test
+    single = {"none": 30.0, "ppdb": 40.0, "simcse_unsup": 31.0}
+    results = {m: {"unsup_sts_en": _result(s)} for m, s in single.items()}
+    [claim] = build_summary(results, ["unsup_sts_en"], "all")["claims"]
+    assert (
+        claim["p"] is None
+        and not claim["holds"]
+        and "n/a" in to_markdown(build_summary(results, ["unsup_sts_en"], "all"))
+    )

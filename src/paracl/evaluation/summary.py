@@ -14,6 +14,11 @@ to `none` on Avg. and a two-sided one-sample t-test of the per-seed differences 
 mean difference over seeds zero?). `none` trains nothing, so it has one value, and
 pairing by seed reduces to comparing each seed's run with it. A difference "holds" when
 p < 0.05 and every seed moves the same way.
+
+The papers' claims: each paper says its method beats another on Avg. (CLAIMS). Where both
+methods are rows, the summary compares them: the difference of their seed means and
+Welch's two-sample t-test over their seeds (two methods' runs are independent, so there
+is nothing to pair). A claim "holds" when p < 0.05 and the difference has the paper's sign.
 """
 
 from __future__ import annotations
@@ -31,6 +36,14 @@ from paracl.io import read_json
 GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")
 ALPHA = 0.05  # significance level of the t-test over seeds
 TEST = "two-sided one-sample t-test over training seeds of (method − none) on Avg."
+CLAIM_TEST = "Welch's two-sided two-sample t-test over the two methods' training seeds (Avg.)"
+# (the paper's claim, the method it is about, the method it should beat on Avg.)
+CLAIMS = (
+    ("PPDB Table 3: PPDB positives above unsupervised SimCSE", "ppdb", "simcse_unsup"),
+    ("PPDB Table 3: PPDB positives above supervised SimCSE", "ppdb", "simcse_sup"),
+    ("JCSE: two-stage training above stage one alone", "jcse_two_stage", "jcse"),
+    ("EBSIM Table 5: both aspects (RA + AA) above RA alone", "ebsim", "ebsim_no_aa"),
+)
 
 
 def load_results(metrics_dir: str | Path, methods: list[str], tasks: list[str]) -> dict:
@@ -157,6 +170,29 @@ def effect_vs(runs: dict[str, float | None], baseline: dict[str, float | None]) 
     return out
 
 
+def compare(runs: dict[str, float | None], other: dict[str, float | None]) -> dict | None:
+    """Avg. of a method's seeds minus another's, with Welch's t-test (None: a score missing)."""
+    a, b = list(runs.values()), list(other.values())
+    if _mean(a) is None or _mean(b) is None:
+        return None
+    out = {"diff": _mean(a) - _mean(b), "n_seeds": [len(a), len(b)], "p": None, "holds": False}
+    if len(a) > 1 and len(b) > 1 and (statistics.stdev(a) > 0 or statistics.stdev(b) > 0):
+        out["p"] = float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+        out["holds"] = bool(out["p"] < ALPHA and out["diff"] > 0)
+    return out
+
+
+def claims(rows: dict[str, dict]) -> list[dict]:
+    """The CLAIMS whose two methods are both rows, each with its comparison."""
+    out = []
+    for claim, method, other in CLAIMS:
+        if method in rows and other in rows:
+            result = compare(rows[method]["runs"], rows[other]["runs"])
+            if result is not None:
+                out.append({"claim": claim, "method": method, "other": other, **result})
+    return out
+
+
 def build_summary(
     results: dict,
     tasks: list[str],
@@ -183,6 +219,8 @@ def build_summary(
         "avg_over": avg_over,
         "test": TEST,
         "methods": rows,
+        "claims": claims(rows),
+        "claim_test": CLAIM_TEST,
     }
 
 
@@ -243,6 +281,7 @@ def to_markdown(summary: dict, decimals: int = 1) -> str:
         lines.append("† not the official split: a seeded re-split of what exists offline "
                      "(see split_note in metrics/eval/<method>/<task>.json).")  # fmt: skip
     lines += _breakdowns(summary, fmt)
+    lines += _claims(summary, fmt)
     lines.append("")
     lines.append("Base model that ran, per method:")
     for method, row in rows.items():
@@ -274,6 +313,22 @@ def _breakdowns(summary: dict, fmt: str) -> list[str]:
             texts = [("n/a" if cell["sets"].get(n) is None else fmt.format(cell["sets"][n]))
                      + (f" ± {fmt.format(sds[n])}" if n in sds else "") for n in names]  # fmt: skip
             lines.append(f"| {method} | " + " | ".join(texts) + " |")
+    return lines
+
+
+def _claims(summary: dict, fmt: str) -> list[str]:
+    """The papers' claims that this run can check, one line each."""
+    found = summary.get("claims") or []
+    if not found:
+        return []
+    lines = ["", "The papers' claims (Avg.):", "",
+             "| Claim | Δ Avg. | p | Holds |", "|---|---|---|---|"]  # fmt: skip
+    for c in found:
+        diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
+        p = "n/a (one seed or no spread)" if c["p"] is None else f"{c['p']:.3f}"
+        lines.append(f"| {c['claim']} | {diff} | {p} | {'yes' if c['holds'] else 'no'} |")
+    lines.append("")
+    lines.append(f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0.")
     return lines
 
 
