@@ -3,8 +3,8 @@
 Both train the same model on the same (text, paraphrase) pairs with InfoNCE
 (MultipleNegativesRankingLoss, scale 20 = tau 0.05), the same batch size, sequence
 length, lr and one epoch; we report training samples (pairs) per second of wall time
-for the training call itself (model loading excluded). The two runs alternate
-`--repeats` times and the median is kept, since this machine's CPUs are shared.
+for the training call itself (model loading excluded). The runs alternate
+`--repeats` times, each repeat starting with the next runner, and the median is kept.
 
     python bench/bench_training.py --pairs 256 --batch-size 32 --seq-len 32
 
