@@ -216,7 +216,7 @@ def train_method(
         patience=cfg["patience"],
         seed=seed,
         mega_batch=objective.mega_batch,
-        length_grouping=cfg.get("length_grouping", False),
+        length_grouping=cfg["length_grouping"],
     )
     result = train(
         model, examples, objective, config, dev_score, logger, objective.parameters(), checkpoint
