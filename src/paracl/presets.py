@@ -69,12 +69,22 @@ def _keep_untouched(original: str, dumped: str, touched: set[str]) -> str:
     )
 
 
+def _removes(node: Any, key: str, value: Any) -> bool:
+    """A preset's `key: null` over a mapping removes that entry (e.g. a method under
+    train_contrastive.methods); over anything else null is a value like any other."""
+    return value is None and isinstance(node.get(key), dict)
+
+
 def deep_merge(base: Any, override: Any) -> Any:
-    """A copy of `base` with `override` merged in: mappings recurse, anything else replaces."""
+    """A copy of `base` with `override` merged in: mappings recurse, anything else replaces,
+    and null over a mapping removes it."""
     if isinstance(base, dict) and isinstance(override, dict):
         merged = copy.deepcopy(base)
         for key, value in override.items():
-            merged[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
+            if _removes(base, key, value):
+                del merged[key]
+            else:
+                merged[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
         return merged
     return copy.deepcopy(override)
 
@@ -126,7 +136,9 @@ def _flow(value: Any) -> Any:
 def _merge_into(node, override) -> None:
     """Merge `override` into the ruamel node in place (keeps comments on untouched keys)."""
     for key, value in override.items():
-        if isinstance(value, dict) and isinstance(node.get(key), dict):
+        if _removes(node, key, value):
+            del node[key]
+        elif isinstance(value, dict) and isinstance(node.get(key), dict):
             _merge_into(node[key], value)
         else:
             node[key] = _flow(value)

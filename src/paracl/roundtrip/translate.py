@@ -200,55 +200,59 @@ def load_translator(
 
 
 class LlamaCppTranslator:
-    """A packaged GGUF causal LM on llama.cpp, prompted to translate, one sentence at a
-    time: the same interface as `Translator`.
+    """A packaged GGUF causal LM on llama.cpp, prompted to translate: the interface of
+    `Translator`, decoded by `paracl.llama_batch.BatchedCompletions` (`batch_size`
+    sentences side by side, the few-shot examples read once).
 
-    Reproducible by construction: every sentence starts from the same saved state (the
-    examples already read) and is sampled with a seed of its own text and setting, so
-    its output does not depend on which sentences ran before it (resume, shard size).
+    Seeded per sentence: each completion samples from a generator seeded by the run's
+    seed, its setting and its own text. Its logits also move a little with what is
+    decoded beside it (see paracl.llama_batch), so the same texts in the same order and
+    batch_size give the same output: a shard, resumed or not, on any worker.
     """
 
     def __init__(self, llm, src: str, tgt: str):
         self.llm, self.src, self.tgt = llm, src, tgt
-        llm.reset()
-        llm.eval(llm.tokenize(few_shot_prefix(src, tgt).encode(), add_bos=True))
-        self.state = llm.save_state()
+        self.engine = None
 
     def translate(
+        self, texts: Sequence[str], sampling: Sampling, seed: int = 0, **decode
+    ) -> list[str]:
+        """Translate `texts` as `Translator.translate` does; a row ends at its first line break."""
+        return self.translate_grid(texts, [sampling], [seed], **decode)[0]
+
+    def translate_grid(
         self,
         texts: Sequence[str],
-        sampling: Sampling,
-        seed: int = 0,
+        settings: Sequence[Sampling],
+        seeds: Sequence[int],
         batch_size: int = 32,
         max_new_tokens: int = 128,
         length_ratio: float = 2.0,
         num_beams: int = 1,
-    ) -> list[str]:
-        """Translate `texts` as `Translator.translate` does (batch_size is unused: one
-        sentence at a time); a row ends at its first line break."""
+    ) -> list[list[str]]:
+        """Every text under every setting (settings[i] seeded by seeds[i]): each prompt is
+        read once and forked per setting. Returns [setting][text]."""
+        from paracl.llama_batch import BatchedCompletions, Draw
+
         if num_beams > 1:
             raise ParamsError("params.yaml: 'roundtrip.num_beams' > 1 needs a seq2seq model")
-        if sampling.top_k is None:
-            decode = {"temperature": 0.0}
-        else:
-            decode = {"temperature": sampling.temperature, "top_k": sampling.top_k}
-        out = []
-        for text in texts:
-            n = len(self.llm.tokenize(text.encode(), add_bos=False))
-            self.llm.load_state(self.state)
-            completion = self.llm.create_completion(
-                translation_prompt(text, self.src, self.tgt),
-                max_tokens=min(max_new_tokens, math.ceil(length_ratio * n) + 5),
-                stop=["\n"],
-                top_p=1.0,
-                min_p=0.0,
-                typical_p=1.0,
-                repeat_penalty=1.0,
-                seed=batch_seed(seed, sampling.name, [text]) & 0x7FFF_FFFF,
-                **decode,
+        if self.engine is None or self.engine.n_seq != max(batch_size, len(settings)):
+            prefix = few_shot_prefix(self.src, self.tgt)
+            self.engine = BatchedCompletions(
+                self.llm, prefix, max(batch_size, len(settings)), torch.get_num_threads()
             )
-            out.append(completion["choices"][0]["text"].strip())
-        return out
+        draws = []
+        for text in texts:
+            limit = min(max_new_tokens, math.ceil(length_ratio * self.engine.tokens(text)) + 5)
+            draws.append(
+                [
+                    Draw(s.top_k, s.temperature, batch_seed(sd, s.name, [text]), limit)
+                    for s, sd in zip(settings, seeds, strict=True)
+                ]
+            )
+        prompts = [translation_prompt(t, self.src, self.tgt) for t in texts]
+        by_text = self.engine.complete(prompts, draws)
+        return [[row[i] for row in by_text] for i in range(len(settings))]
 
 
 def line_end_ids(tokenizer) -> list[int]:
@@ -334,6 +338,15 @@ class Translator:
                 out[i] = text
         return out
 
+    def translate_grid(
+        self, texts: Sequence[str], settings: Sequence[Sampling], seeds: Sequence[int], **decode
+    ) -> list[list[str]]:
+        """Every text under every setting (settings[i] seeded by seeds[i]): [setting][text]."""
+        return [
+            self.translate(texts, s, seed=sd, **decode)
+            for s, sd in zip(settings, seeds, strict=True)
+        ]
+
 
 class PromptTranslator(Translator):
     """A transformers causal LM prompted to translate (few-shot), batched as `Translator`:
@@ -373,10 +386,11 @@ def round_trip(
 ) -> pd.DataFrame:
     """Every forward setting × every backward setting: len(settings)² candidates a sentence."""
     frames = []
-    for i, fwd in enumerate(settings):
-        pivots = forward.translate(texts, fwd, seed=seed, **decode)
-        for j, bwd in enumerate(settings):
-            back = backward.translate(pivots, bwd, seed=seed + 1 + j, **decode)
+    all_pivots = forward.translate_grid(texts, settings, [seed] * len(settings), **decode)
+    back_seeds = [seed + 1 + j for j in range(len(settings))]
+    for i, (fwd, pivots) in enumerate(zip(settings, all_pivots, strict=True)):
+        backs = backward.translate_grid(pivots, settings, back_seeds, **decode)
+        for j, (bwd, back) in enumerate(zip(settings, backs, strict=True)):
             frames.append(
                 pd.DataFrame(
                     {
