@@ -97,6 +97,26 @@ def test_deep_merge_merges_mappings_and_replaces_lists():
     assert base == {"a": {"x": 1, "y": [1, 2]}, "b": 2}  # input untouched
 
 
+def test_null_over_a_mapping_removes_it_and_is_a_value_elsewhere(params_copy):
+    base = {"methods": {"a": {"loss": "none"}, "b": {"loss": "infonce"}}, "addr": "x"}
+    out = presets.deep_merge(base, {"methods": {"b": None}, "addr": None})
+    assert out == {"methods": {"a": {"loss": "none"}}, "addr": None}
+    # in params.yaml itself: the ja preset drops the default round-trip methods
+    changed = presets.apply_preset(presets.load_preset("ja", REPO / "presets"), params_copy)
+    assert ("train_contrastive.methods.paraphraser", ANY_MAPPING, None) in changed
+    methods = yaml.safe_load(params_copy.read_text())["train_contrastive"]["methods"]
+    assert "roundtrip" not in methods and "paraphraser" not in methods and "ppdb" in methods
+    assert "# trains nothing: the base as-is" in params_copy.read_text()  # comments kept
+
+
+class _AnyMapping:
+    def __eq__(self, other) -> bool:
+        return isinstance(other, dict)
+
+
+ANY_MAPPING = _AnyMapping()
+
+
 def test_paper_en_sets_the_papers_models():
     merged = presets.deep_merge(
         yaml.safe_load((REPO / "params.yaml").read_text()),

@@ -108,6 +108,7 @@ EFFECT_METHODS = {  # presets applied in order -> the methods besides none (READ
     ("effect-en",): {"simcse_unsup", "ppdb", "roundtrip", "paraphraser", "jcse", "ams"},
     ("effect-ja",): JA,
     ("effect-ja", "effect-ja-ebsim"): JA | {"ebsim", "ebsim_no_aa"},
+    ("effect-en", "effect-en-theta"): {"ppdb"},  # the θ sweep: null removes the others
 }
 
 

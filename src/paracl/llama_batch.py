@@ -26,6 +26,7 @@ in order).
 from __future__ import annotations
 
 import ctypes
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -88,7 +89,12 @@ class BatchedCompletions:
         params.kv_unified = True  # the prefix's cells are shared, not copied
         params.swa_full = True  # gemma-3's sliding-window layers keep every shared cell
         params.n_threads = params.n_threads_batch = self.threads
-        self.ctx = llama_cpp.llama_init_from_model(self.llm._model.model, params)
+        chatter = logging.getLogger("llama-cpp-python")  # its level filters llama.cpp's log
+        level, _ = chatter.level, chatter.setLevel(logging.CRITICAL)  # (a notice a context)
+        try:
+            self.ctx = llama_cpp.llama_init_from_model(self.llm._model.model, params)
+        finally:
+            chatter.setLevel(level)
         if self.ctx is None:
             raise RuntimeError("llama.cpp could not create a context")
         self.memory = llama_cpp.llama_get_memory(self.ctx)
