@@ -101,6 +101,7 @@ def test_null_over_a_mapping_removes_it_and_is_a_value_elsewhere(params_copy):
     base = {"methods": {"a": {"loss": "none"}, "b": {"loss": "infonce"}}, "addr": "x"}
     out = presets.deep_merge(base, {"methods": {"b": None}, "addr": None})
     assert out == {"methods": {"a": {"loss": "none"}}, "addr": None}
+    assert presets.deep_merge(base, {"methods": {"absent": None}}) == base  # nothing to remove
     # in params.yaml itself: the ja preset drops the default round-trip methods
     changed = presets.apply_preset(presets.load_preset("ja", REPO / "presets"), params_copy)
     assert ("train_contrastive.methods.paraphraser", ANY_MAPPING, None) in changed

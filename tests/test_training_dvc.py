@@ -41,7 +41,7 @@ def test_evaluated_methods_are_the_trained_ones():
     trained = {n.split("@")[1] for n in stages if n.startswith("train_contrastive@")}
     evaluated = {n.split("@")[1].split("-")[0] for n in stages if n.startswith("evaluate@")}
     assert trained == evaluated == set(params["train_contrastive"]["methods"])
-    assert "models/encoders/ams" in dep_paths(stages["evaluate@ams-stsb"]["deps"])
+    assert "models/encoders/ams" in dep_paths(stages["evaluate@ams-unsup_sts_en"]["deps"])
 
 
 def test_a_continued_method_depends_on_the_encoder_it_starts_from():
@@ -60,7 +60,7 @@ def test_every_paper_method_entry_is_valid(name):
 
 def test_default_methods_read_existing_contract_paths():
     methods = load_params(REPO / "params.yaml")["train_contrastive"]["methods"]
-    assert list(methods) == ["none", "simcse_unsup", "ppdb", "jcse"]
+    assert list(methods) == ["none", "simcse_unsup", "ppdb", "jcse", "roundtrip", "paraphraser"]
     for name, entry in methods.items():
         assert entry == PAPER_METHODS[name] | entry  # the papers' entries, as the tests use them
 

@@ -3,7 +3,7 @@
 llama-cpp-python's `Llama.create_completion` decodes one sequence at a time, and on 2 CPU
 cores gemma-3-270m then spends each step reading its weights for a single token.
 `BatchedCompletions` decodes up to `n_seq` sequences in one context, so that every step
-reads the weights once for all of them (README "Round trip": 2.2× the one-at-a-time
+reads the weights once for all of them (README "Benchmarks": 2.16× the one-at-a-time
 throughput here). Two kinds of shared work are done once:
 
 - the prefix every prompt starts with (the few-shot examples) is read into sequence 0
@@ -50,9 +50,9 @@ class Draw:
 
 @dataclass
 class _Sequence:
-    """One completion in flight: its slot (llama.cpp seq id), result index and state."""
+    """One completion in flight: where its result goes (prompt, draw) and its state."""
 
-    index: int
+    index: tuple[int, int]
     draw: Draw
     rng: np.random.Generator
     feed: list[int]

@@ -71,8 +71,13 @@ def _keep_untouched(original: str, dumped: str, touched: set[str]) -> str:
 
 def _removes(node: Any, key: str, value: Any) -> bool:
     """A preset's `key: null` over a mapping removes that entry (e.g. a method under
-    train_contrastive.methods); over anything else null is a value like any other."""
-    return value is None and isinstance(node.get(key), dict)
+    train_contrastive.methods), and in a mapping of mappings removing an absent entry
+    is a no-op; anywhere else null is a value like any other."""
+    if value is not None:
+        return False
+    if key in node:
+        return isinstance(node[key], dict)
+    return bool(node) and all(isinstance(v, dict) for v in node.values())
 
 
 def deep_merge(base: Any, override: Any) -> Any:
@@ -82,7 +87,7 @@ def deep_merge(base: Any, override: Any) -> Any:
         merged = copy.deepcopy(base)
         for key, value in override.items():
             if _removes(base, key, value):
-                del merged[key]
+                merged.pop(key, None)
             else:
                 merged[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
         return merged
@@ -137,7 +142,7 @@ def _merge_into(node, override) -> None:
     """Merge `override` into the ruamel node in place (keeps comments on untouched keys)."""
     for key, value in override.items():
         if _removes(node, key, value):
-            del node[key]
+            node.pop(key, None)
         elif isinstance(value, dict) and isinstance(node.get(key), dict):
             _merge_into(node[key], value)
         else:
