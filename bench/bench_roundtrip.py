@@ -35,6 +35,7 @@ from paracl.roundtrip.translate import (
     Sampling,
     Translator,
     batch_seed,
+    few_shot_prefix,
     load_translator,
     round_trip,
     translation_prompt,
@@ -72,9 +73,8 @@ class CreateCompletion(LlamaCppTranslator):
     def translate_grid(self, texts, settings, seeds, max_new_tokens=128, length_ratio=2.0, **_):
         llm = self.llm
         if not hasattr(self, "state"):
-            prefix = translation_prompt("\x00", self.src, self.tgt).split("\x00", 1)[0]
             llm.reset()
-            llm.eval(llm.tokenize(prefix.encode(), add_bos=True))
+            llm.eval(llm.tokenize(few_shot_prefix(self.src, self.tgt).encode(), add_bos=True))
             self.state = llm.save_state()
         out = []
         for setting, seed in zip(settings, seeds, strict=True):
