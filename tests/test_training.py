@@ -312,6 +312,31 @@ def test_ebsim_masks_title_words_up_to_half(st_tiny):
     assert mask_similar_words(model, ["zzz"], ["man", "plays"], eta=0.999, max_mask=0.5) is None
 
 
+def test_ebsim_triples_pick_each_documents_sentence_nearest_its_title(st_tiny):
+    """The batched encode gives the triples a per-document encode would (Eq. 2's relevant_1)."""
+    from paracl.training.losses.ebsim_triplet import build_triples
+
+    model = st_tiny()
+    docs = {1: ("guitar", ["a man plays a guitar", "the field is green", "soup in a kitchen"]),
+            2: ("kitchen", ["a woman cooks", "a kitchen with a stove"]),
+            3: ("lonely", ["only one sentence"])}  # fmt: skip
+    corpus = pd.DataFrame(
+        [(d, t, s) for d, (t, texts) in docs.items() for s in texts],
+        columns=["doc_id", "title", "text"],
+    )
+    triples = build_triples(corpus, model, eta=0.999, max_mask=0.5, seed=0)
+    tokens = triples[triples["kind"] == "token"]
+    assert tokens["anchor"].tolist() == ["guitar", "kitchen"]  # doc 3 has one sentence
+    for title, texts in (docs[1], docs[2]):
+        emb = model.encode([title] + texts, normalize_embeddings=True)
+        nearest = texts[int(np.argmax(emb[1:] @ emb[0]))]
+        row = tokens[tokens["anchor"] == title].iloc[0]
+        assert row["positive"] == nearest
+        assert row["negative"] in texts and row["negative"] != nearest
+    with pytest.raises(InputError, match="titled"):
+        build_triples(corpus.assign(title=""), model, eta=0.8, max_mask=0.5, seed=0)
+
+
 def test_length_grouping_batches_are_a_seeded_partition_of_similar_lengths():
     from paracl.training.trainer import GROUP_WINDOW, _batches
 

@@ -28,6 +28,7 @@ vectors from the same model, no extra training. Words come from the corpus `toke
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +41,8 @@ from torch import Tensor, nn
 from paracl.device import autocast
 from paracl.errors import InputError
 from paracl.io import read_parquet
+
+log = logging.getLogger(__name__)
 
 
 def triplet_margin(xi_pos: Tensor, xi_neg: Tensor, beta: float) -> Tensor:
@@ -172,16 +175,24 @@ def build_triples(
     groups = [g for _, g in docs.groupby("doc_id", sort=True) if len(g) >= 2]
     if max_docs is not None:
         groups = groups[:max_docs]
-    rows = []
-    for g in groups:
-        title = str(g["title"].iloc[0])
-        texts = g["text"].astype(str).tolist()
-        emb = model.encode(
-            [title] + texts,
-            convert_to_tensor=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
+    if not groups:
+        raise InputError(
+            f"{where}: no document has a title and at least 2 sentences; EBSIM needs titled "
+            "multi-sentence documents (a wiki40b or jaquad corpus; plain text has no titles)"
         )
+    # One encode call for every title and sentence: sentence-transformers sorts them by
+    # length and fills its batches (one call per document ran many small, padded batches).
+    docs_text = [[str(g["title"].iloc[0])] + g["text"].astype(str).tolist() for g in groups]
+    flat = [t for d in docs_text for t in d]
+    log.info("EBSIM: embedding %d titles and sentences of %d documents", len(flat), len(groups))
+    emb_all = model.encode(
+        flat, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=True
+    )
+    starts = np.cumsum([0] + [len(d) for d in docs_text])
+    rows = []
+    for g, d, start in zip(groups, docs_text, starts, strict=False):
+        title, texts = d[0], d[1:]
+        emb = emb_all[start : start + len(d)]
         order = torch.argsort(emb[1:] @ emb[0], descending=True, stable=True).tolist()
         first = order[0]
         x = order[int(rng.integers(1, len(order)))]
@@ -190,11 +201,6 @@ def build_triples(
         dropped = mask_similar_words(model, title.split(), words, eta, max_mask)
         if dropped is not None:
             rows.append((title, texts[first], " ".join(dropped), "structure"))
-    if not rows:
-        raise InputError(
-            f"{where}: no document has a title and at least 2 sentences; EBSIM needs titled "
-            "multi-sentence documents (a wiki40b or jaquad corpus; plain text has no titles)"
-        )
     return pd.DataFrame(rows, columns=["anchor", "positive", "negative", "kind"])
 
 
