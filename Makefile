@@ -15,7 +15,7 @@ setup:
 	$(BIN)/python -m paracl.models --check
 
 test:
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow
