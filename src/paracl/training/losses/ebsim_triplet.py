@@ -188,9 +188,9 @@ def build_triples(
     emb_all = model.encode(
         flat, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=True
     )
-    starts = np.cumsum([0] + [len(d) for d in docs_text])
+    starts = np.cumsum([0] + [len(d) for d in docs_text[:-1]])
     rows = []
-    for g, d, start in zip(groups, docs_text, starts, strict=False):
+    for g, d, start in zip(groups, docs_text, starts, strict=True):
         title, texts = d[0], d[1:]
         emb = emb_all[start : start + len(d)]
         order = torch.argsort(emb[1:] @ emb[0], descending=True, stable=True).tolist()
