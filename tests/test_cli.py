@@ -129,6 +129,31 @@ def test_theta_curve_of_an_effect_preset_uses_avg_with_the_seed_spread(capsys, t
     assert "avg=38.30 ± 1.40" in capsys.readouterr().out
 
 
+def test_theta_curve_joins_sweeps_saved_in_different_sessions(capsys, tmp_path):
+    """A sweep run in two checkouts: each `--input` adds its experiments; a file that is
+    missing or not JSON is a one-line error naming it."""
+    import csv
+    import json
+
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text(json.dumps([_record("a1", "main", 0.3, 71.0)]))
+    second.write_text(json.dumps([_record("c3", "main", 0.5, None, experiments=[
+        {"revs": [_record("d4", "exp-e", 0.5, 69.0)], "executor": None, "name": "exp-e"},
+    ])]))  # fmt: skip
+    out = tmp_path / "metrics"
+    args = ["theta-curve", "--input", str(first), "--input", str(second), "--out-dir", str(out)]
+    assert main(args) == 0
+    rows = list(csv.DictReader((out / "theta_curve.csv").open()))
+    assert [(r["theta"], r["dev_avg"]) for r in rows] == [("0.3", "71.0"), ("0.5", "69.0")]
+    capsys.readouterr()
+    assert main(["theta-curve", "--input", str(tmp_path / "gone.json")]) == 1
+    assert "gone.json" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("{not json")
+    assert main(["theta-curve", "--input", str(tmp_path / "bad.json")]) == 1
+    err = capsys.readouterr().err
+    assert "bad.json: not JSON" in err and len(err.strip().splitlines()) == 1
+
+
 def test_theta_curve_without_experiments_fails_clearly(capsys, tmp_path):
     exp = tmp_path / "exp.json"
     exp.write_text("[]")

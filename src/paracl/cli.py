@@ -103,15 +103,23 @@ def cmd_preset(args: argparse.Namespace) -> int:
     return run_cli(args)
 
 
-def cmd_theta_curve(args: argparse.Namespace) -> int:
+def _read_json(path: str) -> object:
+    """A saved `dvc exp show --json`; a bad file is a one-line error naming it."""
     import json
 
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not JSON ({err})") from None
+
+
+def cmd_theta_curve(args: argparse.Namespace) -> int:
     from paracl.evaluation import theta_curve as tc
 
     try:
-        data = json.loads(Path(args.input).read_text()) if args.input else tc.exp_show_json()
+        data = [_read_json(path) for path in args.input] if args.input else tc.exp_show_json()
         rows = tc.theta_curve(data, args.out_dir, args.method, args.metric)
-    except (RuntimeError, ValueError) as err:
+    except (OSError, RuntimeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     for r in rows:
@@ -149,7 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(preset)
     preset.set_defaults(func=cmd_preset)
     theta = sub.add_parser("theta-curve", help="dev average vs theta over DVC experiments")
-    theta.add_argument("--input", help="saved `dvc exp show --json` output (default: run it)")
+    theta.add_argument(
+        "--input",
+        action="append",
+        help="saved `dvc exp show --json` output (default: run it); repeat to join sweeps "
+        "run in different checkouts or sessions",
+    )
     theta.add_argument("--method", default="ppdb")
     theta.add_argument(
         "--metric", default="dev_avg", help="dev_avg (fine-tuned dev) or avg (effect presets)"
