@@ -86,12 +86,48 @@ def test_ebsim_heads_and_ablation():
     hidden = torch.randn(3, 6, 8)
     mask_a = torch.tensor([[0, 1, 1, 0, 0, 0]] * 3, dtype=torch.bool)
     mask_b = torch.tensor([[0, 0, 0, 1, 1, 0]] * 3, dtype=torch.bool)
+    first = torch.zeros(3, dtype=torch.long)
     full = EbsimTripletLoss(8, ("ra", "aa"))
-    scores = full.scores(hidden, mask_a, mask_b)
+    scores = full.scores(hidden, mask_a, mask_b, first)
     assert set(scores) == {"ra", "aa"}
     assert ((scores["ra"] <= 0) & (scores["ra"] >= -1)).all()  # xi_RA = -sigmoid
     assert ((scores["aa"] >= 0) & (scores["aa"] <= 1)).all()
     only_ra = EbsimTripletLoss(8, ("ra",))
-    assert set(only_ra.scores(hidden, mask_a, mask_b)) == {"ra"}
+    assert set(only_ra.scores(hidden, mask_a, mask_b, first)) == {"ra"}
     with pytest.raises(ValueError):
         EbsimTripletLoss(8, ())
+
+
+def test_ebsim_heads_train_on_states_of_any_scale():
+    """gemma's final states are ~100x BERT's; on raw states AA's sigmoid sat at 0 and
+    gave no gradient (ebsim == ebsim_no_aa). Standardised, both aspects stay in range and
+    pass a gradient to the encoder's states whatever their scale."""
+    torch.manual_seed(0)
+    mask_a = torch.tensor([[0, 1, 1, 0, 0, 0]] * 4, dtype=torch.bool)
+    mask_b = torch.tensor([[0, 0, 0, 1, 1, 1]] * 4, dtype=torch.bool)
+    last = torch.full((4,), 5)
+    loss_fn = EbsimTripletLoss(64, ("ra", "aa"))
+    for scale in (1.0, 300.0):
+        pos = (torch.randn(4, 6, 64) * scale).requires_grad_()
+        neg = (torch.randn(4, 6, 64) * scale).requires_grad_()
+        xi_pos = loss_fn.scores(pos, mask_a, mask_b, last)
+        xi_neg = loss_fn.scores(neg, mask_a, mask_b, last)
+        assert ((xi_pos["aa"] > 0.01) & (xi_pos["aa"] < 0.99)).all(), (scale, xi_pos["aa"])
+        for aspect in ("ra", "aa"):
+            (grad,) = torch.autograd.grad(
+                triplet_margin(xi_pos[aspect], xi_neg[aspect], 1.0), pos, retain_graph=True
+            )
+            assert grad.abs().sum() > 0, (scale, aspect)
+
+
+def test_ebsim_summary_token_is_cls_or_a_causal_lms_last_real_token():
+    """A causal LM's first position has read nothing of the pair: RA reads its last real
+    token instead, on either padding side."""
+    from paracl.training.losses.ebsim_triplet import summary_positions
+
+    right = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]])
+    left = torch.tensor([[0, 1, 1, 1], [0, 0, 1, 1]])
+    assert summary_positions(right, causal=False).tolist() == [0, 0]
+    assert summary_positions(left, causal=False).tolist() == [1, 2]
+    assert summary_positions(right, causal=True).tolist() == [2, 3]
+    assert summary_positions(left, causal=True).tolist() == [3, 3]

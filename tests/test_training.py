@@ -337,6 +337,27 @@ def test_ebsim_triples_pick_each_documents_sentence_nearest_its_title(st_tiny):
         build_triples(corpus.assign(title=""), model, eta=0.8, max_mask=0.5, seed=0)
 
 
+def test_ebsim_on_a_causal_lm_scores_pairs_by_their_content(tiny_llama, tiny_bert):
+    """On a causal LM (left padding), RA reads each pair's last token, so a pair with
+    another second sentence scores differently and both aspects move the encoder (on the
+    first token every pair scored alike and the ebsim / -AA runs came out identical)."""
+    from paracl.training.losses.ebsim_triplet import EbsimObjective, is_causal_lm
+
+    assert not is_causal_lm(build_encoder(tiny_bert, "mean", 32))
+    torch.manual_seed(0)
+    model = build_encoder(tiny_llama, "mean", 32, dropout=0.0)
+    assert is_causal_lm(model)
+    objective = EbsimObjective(model, ("ra", "aa"), beta=1.0, max_len=64)
+    titles = ["guitar", "kitchen"]
+    pos = objective._pair_scores(model, titles, ["a man plays a guitar", "a stove"])
+    neg = objective._pair_scores(model, titles, ["the field is green and wide", "rain"])
+    for aspect in ("ra", "aa"):
+        assert not torch.allclose(pos[aspect], neg[aspect]), aspect
+    objective.loss_fn(pos, neg).backward()
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and sum(float(g.abs().sum()) for g in grads) > 0
+
+
 def test_length_grouping_batches_are_a_seeded_partition_of_similar_lengths():
     from paracl.training.trainer import GROUP_WINDOW, _batches
 

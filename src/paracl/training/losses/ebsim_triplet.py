@@ -9,6 +9,19 @@ For a triple <t, s_p, s_n> the encoder reads the pairs (t, s_p) and (t, s_n) tog
   xi_AA = A                                                                 (Eq. 12-13)
 
 and each aspect contributes max(xi(t, s_n) - xi(t, s_p) + beta, 0) (Eq. 5), beta = 1.
+
+Two choices the paper (BERT only) does not have to make, both measured on gemma-3-270m:
+- The pair's summary state for RA is the token that has read both sentences: [CLS] (the
+  first real token) for a bidirectional encoder, the *last* real token for a causal LM.
+  A causal LM's first position has seen nothing but itself, so RA on it scores every
+  pair alike: xi(t, s_p) = xi(t, s_n), the loss is beta and nothing trains.
+- The heads read the states standardised (a LayerNorm without weights), AA's token
+  alignment is scaled by 1/sqrt(hidden) as in scaled dot-product attention, and AA's
+  max-pooled features are standardised too. BERT's output is LayerNorm'd already;
+  gemma's final states have outlier dimensions (norm ~215 per token), and on them AA's
+  sigmoid sat at exactly 0 for every pair, so it gave no gradient: the first
+  effect-ja-ebsim run trained ebsim and ebsim_no_aa to identical scores. With the
+  three, A starts near 0.2 on gemma and the encoder's gradient is non-zero.
 `aspects` selects the ablations of Table 5: ("ra", "aa") full, ("ra",) is -AA. (-AA-RA
 trains nothing: Table 5's -AA-RA row equals plain BERT, i.e. our `none`.)
 The heads are training-only; the saved encoder is the transformer with mean pooling.
@@ -71,11 +84,12 @@ class AlignmentHead(nn.Module):
 
     def _fused(self, x: Tensor, aligned: Tensor, mask: Tensor) -> Tensor:
         f = self.fuse(torch.cat([x, aligned, x * aligned, x - aligned], dim=-1))
-        return f.masked_fill(~mask[..., None], -torch.inf).amax(dim=1)  # MaxPooling
+        pooled = f.masked_fill(~mask[..., None], -torch.inf).amax(dim=1)  # MaxPooling
+        return F.layer_norm(pooled, pooled.shape[-1:])  # keeps A's sigmoid off its flat ends
 
     def forward(self, hidden: Tensor, mask_a: Tensor, mask_b: Tensor) -> Tensor:
         """hidden: (B, L, H) of the pair; mask_a / mask_b: (B, L) bool token masks of a / b."""
-        scores = hidden @ hidden.transpose(1, 2)  # a_i . b_j for every token pair
+        scores = hidden @ hidden.transpose(1, 2) / hidden.size(-1) ** 0.5  # a_i . b_j
         pair = mask_a[:, :, None] & mask_b[:, None, :]
         scores = scores.masked_fill(~pair, -torch.inf)
         # a'_i: softmax over b's tokens; b'_j: softmax over a's tokens (Eq. 10).
@@ -100,17 +114,38 @@ class EbsimTripletLoss(nn.Module):
         self.ra = RelationHead(hidden) if "ra" in aspects else None
         self.aa = AlignmentHead(hidden) if "aa" in aspects else None
 
-    def scores(self, hidden: Tensor, mask_a: Tensor, mask_b: Tensor) -> dict[str, Tensor]:
-        """xi per aspect for one batch of pairs (hidden: (B, L, H), [CLS] at position 0)."""
+    def scores(
+        self, hidden: Tensor, mask_a: Tensor, mask_b: Tensor, summary_at: Tensor
+    ) -> dict[str, Tensor]:
+        """xi per aspect for one batch of pairs. hidden: (B, L, H); mask_a / mask_b: (B, L)
+        bool masks of the two sentences' tokens; summary_at: (B,) the position of each
+        pair's summary token (RA's h_cls)."""
+        hidden = F.layer_norm(hidden, hidden.shape[-1:])  # heads see O(1) features
         out = {}
         if self.ra is not None:
-            out["ra"] = self.ra(hidden[:, 0])
+            out["ra"] = self.ra(hidden[torch.arange(hidden.size(0)), summary_at])
         if self.aa is not None:
             out["aa"] = self.aa(hidden, mask_a, mask_b)
         return out
 
     def forward(self, pos: dict[str, Tensor], neg: dict[str, Tensor]) -> Tensor:
         return sum(triplet_margin(pos[k], neg[k], self.beta) for k in self.aspects)
+
+
+def summary_positions(attention_mask: Tensor, causal: bool) -> Tensor:
+    """Per row, the first real token ([CLS]) or, for a causal LM, the last one: the only
+    state that has read the whole pair. Either padding side (Gemma pads left)."""
+    mask = attention_mask.bool()
+    if causal:
+        return mask.size(1) - 1 - mask.flip(1).int().argmax(dim=1)
+    return mask.int().argmax(dim=1)
+
+
+def is_causal_lm(model: SentenceTransformer) -> bool:
+    """A decoder-only LM (Llama, Gemma, GPT-2), i.e. not one of transformers' masked LMs."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    return model[0].auto_model.config.model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 
 def _words(row) -> list[str]:
@@ -216,6 +251,7 @@ class EbsimObjective:
         hidden = model[0].auto_model.config.hidden_size
         self.loss_fn = EbsimTripletLoss(hidden, aspects, beta).to(model.device)
         self.max_len = max_len
+        self.causal = is_causal_lm(model)
         self.name = f"EBSIM({'+'.join(aspects)}, beta={beta})"
 
     def prepare(self, mega: pd.DataFrame, model: SentenceTransformer) -> pd.DataFrame:
@@ -229,7 +265,8 @@ class EbsimObjective:
         seq = torch.tensor(seq, device=model.device)
         inputs = {k: v.to(model.device) for k, v in enc.items()}
         hidden = model[0].auto_model(**inputs).last_hidden_state.float()
-        return self.loss_fn.scores(hidden, seq == 0, seq == 1)
+        summary_at = summary_positions(inputs["attention_mask"], self.causal)
+        return self.loss_fn.scores(hidden, seq == 0, seq == 1, summary_at)
 
     def step(
         self, model: SentenceTransformer, batch: pd.DataFrame, mini: int, device, scale=1.0
