@@ -151,7 +151,7 @@ def test_theta_curve_joins_sweeps_saved_in_different_sessions(capsys, tmp_path):
     (tmp_path / "bad.json").write_text("{not json")
     assert main(["theta-curve", "--input", str(tmp_path / "bad.json")]) == 1
     err = capsys.readouterr().err
-    assert "bad.json: not JSON" in err and len(err.strip().splitlines()) == 1
+    assert "bad.json: not valid JSON" in err and len(err.strip().splitlines()) == 1
 
 
 def test_theta_curve_without_experiments_fails_clearly(capsys, tmp_path):

@@ -103,23 +103,14 @@ def cmd_preset(args: argparse.Namespace) -> int:
     return run_cli(args)
 
 
-def _read_json(path: str) -> object:
-    """A saved `dvc exp show --json`; a bad file is a one-line error naming it."""
-    import json
-
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not JSON ({err})") from None
-
-
 def cmd_theta_curve(args: argparse.Namespace) -> int:
     from paracl.evaluation import theta_curve as tc
+    from paracl.io import read_json
 
-    try:
-        data = [_read_json(path) for path in args.input] if args.input else tc.exp_show_json()
+    try:  # read_json's errors (missing, not JSON) are ValueErrors naming the file
+        data = [read_json(path) for path in args.input] if args.input else tc.exp_show_json()
         rows = tc.theta_curve(data, args.out_dir, args.method, args.metric)
-    except (OSError, RuntimeError, ValueError) as err:
+    except (RuntimeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     for r in rows:
