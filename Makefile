@@ -5,7 +5,7 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-slow lint format
+.PHONY: setup test test-slow lint format docs
 
 setup:
 	$(PYTHON) -m venv $(VENV)
@@ -27,3 +27,9 @@ lint:
 format:
 	$(BIN)/ruff format src stages tests bench
 	$(BIN)/ruff check --fix src stages tests bench
+
+# The documentation site from docs/ (mkdocs.yml), at http://127.0.0.1:8000; `paracl report`
+# first renders its result tables, plots and configuration reference.
+docs:
+	$(BIN)/paracl report
+	$(BIN)/mkdocs serve

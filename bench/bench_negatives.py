@@ -9,7 +9,7 @@ perplexity ratio), the wall time and a few examples:
     python bench/bench_negatives.py --corpus /tmp/ja/data/corpus/sentences.parquet --lang ja
     python bench/bench_negatives.py --model t5-base ...   # any id resolve_model knows
 
---model defaults to the params' adapt_t5.model for the language; a T5 is used as is
+--model defaults to the params' adapt_filler.model for the language; a T5 is used as is
 (not adapted). --out writes the rows and the report (JSON) there.
 """
 
@@ -47,7 +47,7 @@ def main() -> None:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    model_id = args.model or params["adapt_t5"]["model"][args.lang]
+    model_id = args.model or params["adapt_filler"]["model"][args.lang]
     torch.set_num_threads(args.threads)
     device = select_device(args.device)
     path = resolve_model(model_id).path

@@ -1,15 +1,20 @@
-"""Stage corrupt: corpus + the filler adapt_t5 left → hard negatives (a resumable shard dir).
+"""Stage corrupt: target corpus + a filler → hard negatives (a resumable shard dir).
 
-    python stages/corrupt.py <corpus> <t5 model dir> <negatives out> <metrics.json>
+    python stages/corrupt.py <corpus> <filler dir | unadapted> <negatives out> <metrics.json>
+        <reference corpus>
 
 Noun chunks (spaCy / GiNZA) of each sampled anchor become blanks. A T5 fills them by
 beam search (JCSE §3.2); a causal LM (the offline default, named by the directory's
-paracl_t5.json) samples fills with the masked sentence as its prompt and keeps the
-hypotheses whose whole sentence it finds most likely (paracl.negatives.causal). Each
-worker (a Ray actor on `executor: ray`, the driver process locally) loads the chunker
-and the filler once and corrupts whole shards of `corrupt.shard_size` anchors
-(paracl.negatives.sharded.corrupt_corpus). The metrics name the model, say
-`paper_model` and carry the quality measures (`quality`) and the wall time.
+paracl_filler.json) samples fills with the masked sentence as its prompt and keeps the
+hypotheses whose whole sentence it finds most likely (paracl.negatives.causal). The
+filler is what adapt_filler wrote, or `unadapted`: adapt_filler.model as it is (the
+adaptation ablation, `corrupt_unadapted`). Each worker (a Ray actor on `executor: ray`,
+the driver process locally) loads the chunker and the filler once and corrupts whole
+shards of `corrupt.shard_size` anchors (paracl.negatives.sharded.corrupt_corpus). The
+metrics name the model, say `paper_model` and `adapted`, carry the quality measures
+(`quality`), and the share of fills in the target domain's vocabulary, the words of the
+corpus that are rare in the reference corpus (`domain_vocabulary`; null when the target
+is the reference).
 """
 
 from paracl.io import write_json
@@ -18,8 +23,8 @@ from paracl.stage import args, run
 
 
 def main(params: dict) -> None:
-    paths = args("corpus", "model", "negatives", "metrics")
-    metrics = corrupt_corpus(paths.corpus, paths.model, paths.negatives, params)
+    paths = args("corpus", "model", "negatives", "metrics", "reference")
+    metrics = corrupt_corpus(paths.corpus, paths.model, paths.negatives, params, paths.reference)
     write_json(metrics, paths.metrics)
 
 

@@ -27,7 +27,7 @@ def main(params: dict) -> None:
         raise InputError(f"{encoder}: encoder not found (did train_contrastive write it?)")
     check_model_dir(encoder)
     read_json(paths.train_metrics)  # a dep like the encoder: present and readable
-    cfg = params["evaluate"]
+    cfg = {**params["evaluate"], "precision": params["precision"]}  # fine-tuning's autocast
     raw = Path(cfg["raw_dir"])
     if not raw.is_dir():
         raise InputError(f"evaluate.raw_dir: {raw}: not found (did the fetch stage run?)")

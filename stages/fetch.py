@@ -11,7 +11,8 @@ from paracl.stage import args, run
 def main(params: dict) -> None:
     paths = args("raw", "metrics")
     cfg = params["fetch"]
-    metrics = fetch(cfg["sources"], paths.raw, resolve_mirror(cfg["mirror"]))
+    mirror = resolve_mirror(cfg["mirror"])
+    metrics = fetch(cfg["sources"], paths.raw, mirror, cfg.get("allow_unverified") or [])
     write_json(metrics, paths.metrics)
 
 

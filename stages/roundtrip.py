@@ -1,18 +1,22 @@
 """Stage roundtrip: corpus sentences → round-trip translation candidates (a shard directory).
 
-    python stages/roundtrip.py CORPUS CANDIDATES METRICS
+    python stages/roundtrip.py CORPUS CANDIDATES METRICS [MODE]
 
 Each sampled sentence is translated to the pivot language and back with every decoding
 setting in each direction (paper §3.2: 2 × 2 = 4 candidates a sentence), shard by shard
 (resumable; Ray actors on `executor: ray`, each loading both translators once); see
-paracl.roundtrip.translate.
+paracl.roundtrip.translate. MODE (sample | greedy) overrides `roundtrip.mode`: stage
+roundtrip_baseline@greedy runs `greedy`, the paper's round-trip baseline (§4.4: the same
+translators, greedy decoding), on the same seeded sample.
 """
 
 import logging
+import sys
 import time
 
 from paracl.device import seed_everything, select_device
 from paracl.io import write_json
+from paracl.params import ParamsError
 from paracl.roundtrip import translate
 from paracl.stage import args, run
 
@@ -20,7 +24,12 @@ log = logging.getLogger("roundtrip")
 
 
 def main(params: dict) -> None:
-    paths = args("corpus", "candidates", "metrics")
+    names = ("corpus", "candidates", "metrics") + (("mode",) if len(sys.argv) == 5 else ())
+    paths = args(*names)
+    mode = getattr(paths, "mode", params["roundtrip"]["mode"])
+    if mode not in ("sample", "greedy"):
+        raise ParamsError(f"stages/roundtrip.py: MODE must be sample or greedy, got {mode!r}")
+    params = {**params, "roundtrip": {**params["roundtrip"], "mode": mode}}
     cfg, seed = params["roundtrip"], params["seed"]
     seed_everything(seed)
     settings = translate.decoding_settings(cfg)

@@ -2,25 +2,27 @@
 
     python stages/summary.py <metrics/eval dir> <summary.json> <summary.md>
 
-Rows: the methods of train_contrastive.methods (entries that differ only in `seed` are one
-row over those seeds); columns: evaluate.tasks, then Avg. and the difference to `none`.
+Rows: the methods of train_contrastive.methods, each over its runs (one per training
+seed, train_contrastive.runs); columns: evaluate.tasks, then Avg. and the difference to
+`none`.
 """
 
 from pathlib import Path
 
-from paracl.evaluation.summary import build_summary, load_results, seed_groups, to_markdown
+from paracl.evaluation.summary import build_summary, load_results, run_groups, to_markdown
 from paracl.io import ArtifactError, atomic_path, write_json
+from paracl.params import expand_runs
 from paracl.stage import args, run
 
 
 def main(params: dict) -> None:
     paths = args("eval_dir", "json", "markdown")
-    methods, tasks = params["train_contrastive"]["methods"], params["evaluate"]["tasks"]
-    cfg = params["summary"]
+    runs = expand_runs(params["train_contrastive"])  # = params.yaml's (load_params checks)
+    tasks, cfg = params["evaluate"]["tasks"], params["summary"]
     if not Path(paths.eval_dir).is_dir():  # one missing job is an n/a cell; none is an error
         raise ArtifactError(f"{paths.eval_dir}: not found (did the evaluate stage run?)")
-    results = load_results(Path(paths.eval_dir), list(methods), tasks)
-    summary = build_summary(results, tasks, cfg["avg_over"], seed_groups(methods))
+    results = load_results(Path(paths.eval_dir), list(runs), tasks)
+    summary = build_summary(results, tasks, cfg["avg_over"], run_groups(runs))
     write_json(summary, paths.json)
     with atomic_path(paths.markdown) as tmp:
         tmp.write_text(to_markdown(summary, cfg["decimals"]), encoding="utf-8")

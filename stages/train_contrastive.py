@@ -1,29 +1,34 @@
-"""DVC stage train_contrastive@<method>: train one sentence encoder.
+"""DVC stage train_contrastive@<run>: train one sentence encoder.
 
-    python stages/train_contrastive.py <method> <encoder dir> <metrics.json> <curves dir>
+    python stages/train_contrastive.py <run> <encoder dir> <metrics.json> <curves dir>
 
-The method is the entry train_contrastive.methods.<method> of params.yaml: its input,
-its loss and the loss's own params (paracl.training.methods). Writes the encoder (a
-SentenceTransformer folder with its model card), the training metrics and the training
-curves (dvclive TSVs + a PNG). `train_contrastive.processes: N` relaunches it under
-torchrun on N processes; a killed run resumes from its checkpoint (paracl.training.run).
+The run is an entry of train_contrastive.runs (a method and one of its seeds, written by
+`paracl expand`); the method is train_contrastive.methods.<method>: its input, its loss,
+the loss's own params and the shared keys it sets for itself (paracl.training.methods).
+Writes the encoder (a SentenceTransformer folder with its model card), the training
+metrics and the training curves (dvclive TSVs + a PNG). `train_contrastive.processes: N`
+relaunches it under torchrun on N processes; a killed run resumes from its checkpoint
+(paracl.training.run).
 """
 
 from pathlib import Path
 
-from paracl.params import ParamsError
+from paracl.params import ParamsError, expand_runs
 from paracl.stage import args, run
-from paracl.training.methods import method_spec
+from paracl.training.methods import method_spec, run_config
 from paracl.training.run import run_method
 
 
 def main(params: dict) -> None:
-    paths = args("method", "encoder", "metrics", "curves")
-    methods = params["train_contrastive"]["methods"]
-    if paths.method not in methods:
-        known = ", ".join(methods)
-        raise ParamsError(f"train_contrastive.methods has no {paths.method!r} (has: {known})")
-    spec = method_spec(paths.method, methods[paths.method])
+    paths = args("run", "encoder", "metrics", "curves")
+    cfg = params["train_contrastive"]
+    runs = expand_runs(cfg)  # what params.yaml's runs hold (load_params refuses a stale list)
+    if paths.run not in runs:
+        known = ", ".join(runs)
+        raise ParamsError(f"train_contrastive.runs has no {paths.run!r} (has: {known})")
+    this = runs[paths.run]
+    spec = method_spec(this["method"], cfg["methods"][this["method"]], this)
+    params = {**params, "train_contrastive": run_config(spec, cfg)}
     run_method(spec, params, Path(paths.encoder), Path(paths.metrics), Path(paths.curves))
 
 

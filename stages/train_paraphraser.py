@@ -21,7 +21,13 @@ def main(params: dict) -> None:
     device = select_device(params["device"])
     pairs = read_parquet(paths.tagged, schemas.ROUNDTRIP_TAGGED)
     trained = paraphraser.fine_tune(
-        pairs, params["train_paraphraser"], seed, device, source=paths.tagged, lang=params["lang"]
+        pairs,
+        params["train_paraphraser"],
+        seed,
+        device,
+        source=paths.tagged,
+        lang=params["lang"],
+        precision=params["precision"],
     )
     with atomic_dir(paths.model) as tmp:
         trained.save(tmp)

@@ -30,7 +30,7 @@ def main(params: dict) -> None:
     device = str(select_device(params["device"]))
     started = time.perf_counter()
     best = sts_scorer.train_best_of_seeds(
-        cfg["kind"], base, train, splits["dev"], cfg, seed, device
+        cfg["kind"], base, train, splits["dev"], cfg, seed, device, params["precision"]
     )
     test = sts_scorer.correlations(
         sts_scorer.predict(best.model, splits["test"].pairs()), splits["test"].score

@@ -10,25 +10,26 @@ from pathlib import Path
 
 import yaml
 
-from paracl.presets import deep_merge
+from paracl.presets import merge_preset
 from paracl.testing.tiny_models import build_tiny_model
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "presets" / "smoke.yaml"
 # Directories the smoke preset names as models (relative to the project root).
-TINY_MODELS = {"gpt2": "models/tiny/gpt2", "bert": "models/tiny/bert"}
+TINY_MODELS = {"llama": "models/tiny/llama", "bert": "models/tiny/bert"}
 
 
 def apply_smoke_preset(project: Path) -> dict:
-    """Deep-merge presets/smoke.yaml into the project's params.yaml; return the result."""
+    """Merge presets/smoke.yaml into the project's params.yaml (its runs rewritten, as
+    `paracl preset` does); return the result."""
     params = yaml.safe_load((project / "params.yaml").read_text())
-    params = deep_merge(params, yaml.safe_load(SMOKE.read_text()))
+    params = merge_preset(params, yaml.safe_load(SMOKE.read_text()))
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return params
 
 
 def build_smoke_models(project: Path, cache: Path) -> None:
-    """The tiny GPT-2/BERT the preset names, built once into `cache`, copied per project."""
+    """The tiny Llama/BERT the preset names, built once into `cache`, copied per project."""
     for arch, rel in TINY_MODELS.items():
         built = cache / arch
         if not built.is_dir():
@@ -38,11 +39,11 @@ def build_smoke_models(project: Path, cache: Path) -> None:
 
 def smoke_project(dest: Path, model_cache: Path) -> Path:
     """A fresh copy of the project (git repo, no stage outputs) set up for the smoke run."""
-    from test_pipeline_dvc import copy_project
+    from stage_helpers import copy_project
 
     dest.mkdir(parents=True)
-    copy_project(dest)
-    # Stage outputs an untracked working copy may hold must not leak into the run.
+    copy_project(dest)  # tracked files only: no output of a run in the work tree
+    # Outputs a commit may hold (metrics/*.json) must not leak into the run either.
     for out in ("data", "models", "metrics"):
         for path in sorted((dest / out).glob("*")):
             if path.name != ".gitkeep":

@@ -1,11 +1,14 @@
-"""What the stage tests share: a stage script loaded as a module, a crashed run followed
-by its resume, and dvc.yaml's stages expanded as dvc expands them."""
+"""What the stage tests share: a copy of the project as git tracks it, a stage script
+loaded as a module, a crashed run followed by its resume, and dvc.yaml's stages expanded
+as dvc expands them."""
 
 from __future__ import annotations
 
 import importlib.util
 import itertools
 import re
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +18,36 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+# Where the code lives; no stage writes here (test_training_dvc checks dvc.yaml's outputs).
+CODE_DIRS = ("src", "stages", "tests")
+
+
+def project_files(source: Path = REPO) -> list[str]:
+    """What a copy of the project holds: the files git tracks (committed or `git add`ed),
+    and new files under CODE_DIRS that git does not ignore (a module not yet added)."""
+
+    def ls(*args: str) -> list[str]:
+        out = subprocess.run(
+            ["git", "ls-files", "-z", *args], cwd=source, capture_output=True, text=True, check=True
+        ).stdout
+        return [rel for rel in out.split("\0") if rel]
+
+    return sorted({*ls(), *ls("-o", "--exclude-standard", "--", *CODE_DIRS)})
+
+
+def copy_project(dest: Path, source: Path = REPO) -> Path:
+    """project_files(source), as they are in its work tree, copied to `dest` as a fresh git
+    repo: what a clone with the uncommitted edits holds, and never what a run left there
+    (`dvc repro` writes metrics and plots that no .gitignore hides), so no test depends on
+    the work tree's generated outputs."""
+    for rel in project_files(source):
+        if (source / rel).is_file():  # tracked but deleted in the work tree: not copied
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / rel, dest / rel)
+    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
+    return dest
 
 
 def load_stage(name: str) -> ModuleType:
@@ -42,9 +75,12 @@ def stage_argv(stage: str, params: dict) -> list[str]:
     may hold only its stage's) come from params.yaml, as the other stages need them."""
     import yaml
 
+    from paracl.params import with_runs
+
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))
     defaults = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
-    cmd = expand_stages(pipeline, defaults | params)[stage]["cmd"].split()
+    # runs follow the test's methods, as `paracl expand` would write them
+    cmd = expand_stages(pipeline, with_runs(defaults | params))[stage]["cmd"].split()
     assert cmd[0] == "python" and cmd[1].startswith("stages/"), cmd
     return cmd[1:]
 
@@ -136,8 +172,8 @@ def expand_stages(pipeline: dict, params: dict) -> dict[str, dict]:
                 stages[f"{name}@{'-'.join(map(str, combo))}"] = _interpolate(
                     body, params | {"item": item}
                 )
-        else:
-            stages[name] = stage
+        else:  # a plain stage may name params too (`${target_corpus}`)
+            stages[name] = _interpolate(stage, params)
     return stages
 
 
@@ -154,13 +190,26 @@ PAPER_METHODS: dict[str, dict] = {
     "simcse_sup": {"loss": "infonce", "input": "data/raw/jsnli/dev.tsv", "hard_negatives": True},
     "ppdb": {"loss": "infonce", "input": "data/ppdb/pairs.parquet"},
     "roundtrip": {"loss": "infonce", "input": "data/roundtrip/tagged.parquet"},
+    "roundtrip_greedy": {"loss": "infonce", "input": "data/roundtrip/greedy.parquet"},
     "paraphraser": {"loss": "infonce", "input": "data/paraphraser/generated.parquet"},
-    "jcse": {"loss": "jcse", "input": "data/negatives/negatives.parquet", "alpha": 0.0},
+    **{
+        f"paraphraser_bleu{b.lower()}": {
+            "loss": "infonce",
+            "input": "data/paraphraser/generated.parquet",
+            "tags": f"<SIM95><BLEU{b}>",
+        }
+        for b in ("0_5", "20", "40")
+    },
+    "jcse": {
+        "loss": "jcse",
+        "input": "data/negatives/negatives.parquet",
+        "hard_negative_weight": 0.0,
+    },
     "jcse_two_stage": {
         "loss": "jcse",
         "input": "models/encoders/jcse",
         "data": "data/raw/jsnli/dev.tsv",
-        "alpha": 1.0,
+        "hard_negative_weight": 1.0,
     },
     "ams": {"loss": "ams", "input": "data/ppdb/pairs.parquet", "mega_batch": 20, "mine_k": 1},
     "ebsim": {"loss": "ebsim", "input": "data/corpus/sentences.parquet"},

@@ -58,7 +58,7 @@ from typing import Any
 
 import pytest
 import yaml
-from smoke_helpers import SMOKE, TINY_MODELS, deep_merge, smoke_project
+from smoke_helpers import SMOKE, TINY_MODELS, merge_preset, smoke_project
 from stage_helpers import dep_paths, expand_stages, load_stage, lookup
 
 REPO = Path(__file__).resolve().parents[1]
@@ -202,7 +202,7 @@ class Case:
 
 def smoke_params() -> dict:
     params = yaml.safe_load((REPO / PARAMS).read_text())
-    return deep_merge(params, yaml.safe_load(SMOKE.read_text()))
+    return merge_preset(params, yaml.safe_load(SMOKE.read_text()))
 
 
 def all_cases() -> list:
@@ -437,7 +437,7 @@ def fast_project(tmp_path_factory, mirror) -> Project:
     (work / PARAMS).write_text(yaml.safe_dump(params, sort_keys=False))
     mine = private_mirror(mirror, base / "mirror", params["fetch"]["sources"])
     env = {"PARACL_DATA_MIRROR": str(mine)}
-    for arch in ("gpt2", "bert"):
+    for arch in TINY_MODELS:
         code, out = _in_child(
             lambda arch=arch: build_tiny_model(arch, work / TINY_MODELS[arch]), work, env, 300
         )

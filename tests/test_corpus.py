@@ -204,7 +204,9 @@ def test_missing_and_empty_inputs(tmp_path):
     (tmp_path / "blank.txt").write_bytes(b"\n \n")
     assert "no text could be read" in _error(tmp_path / "blank.txt", "text")
     (tmp_path / "undecodable.txt").write_bytes(b"\xff\xfe\n\x80\x81\n")
-    assert "no text could be read" in _error(tmp_path / "undecodable.txt", "text")
+    assert "undecodable.txt: binary data, not a 'text' corpus file (2 of 2 lines" in _error(
+        tmp_path / "undecodable.txt", "text"
+    )
     (tmp_path / "binary.txt").write_bytes(b"\xff\xfe\x00\n\x80\x81\n")  # a NUL: not text
     assert "binary.txt: binary data, not a 'text' corpus file" in _error(
         tmp_path / "binary.txt", "text"
@@ -239,3 +241,121 @@ def test_wrong_formats_name_file_and_line(tmp_path):
     badbytes = tmp_path / "bad.json"
     badbytes.write_bytes(b'{"data": []\n,\xff}')
     assert _error(badbytes, "jaquad").startswith(f"{badbytes}:2: undecodable bytes")
+
+
+# --- a few bad lines do not sink a corpus; a binary file is refused ----------------------
+
+
+def _crawl(bad_every: int, lines: int = 40) -> bytes:
+    """A text corpus in which every `bad_every`-th line is undecodable or has control
+    characters (alternately), the rest valid sentences."""
+    out = []
+    for i in range(1, lines + 1):
+        if i % bad_every:
+            out.append(f"Sentence number {i} is a perfectly ordinary line.\n".encode())
+        elif (i // bad_every) % 2:
+            out.append(b"caf\xe9 latin-1 bytes in a utf-8 crawl\n")
+        else:
+            out.append(b"a line with a \x00 NUL and a \x1b[0m terminal escape\n")
+    return b"".join(out)
+
+
+def test_a_handful_of_bad_lines_are_skipped_and_counted(tmp_path):
+    f = tmp_path / "crawl.txt"
+    f.write_bytes(_crawl(bad_every=10))  # lines 10, 20, 30, 40: 2 undecodable, 2 control
+    docs, stats = _read(f, "text")
+    assert len(docs) == 36 and docs[0].paragraphs == [
+        "Sentence number 1 is a perfectly ordinary line."
+    ]
+    assert (stats.undecodable_lines, stats.control_char_lines, stats.lines) == (2, 2, 40)
+    assert stats.undecodable_examples == [f"{f}:10", f"{f}:30"]
+    assert stats.control_char_examples == [f"{f}:20", f"{f}:40"]
+    metrics = stats.as_dict()
+    assert metrics["control_char_lines"] == 2 and metrics["undecodable_lines"] == 2
+
+
+def test_a_file_is_refused_only_when_it_really_is_binary(tmp_path):
+    mostly_bad = tmp_path / "mostly_bad.txt"
+    mostly_bad.write_bytes(_crawl(bad_every=1))
+    assert "mostly_bad.txt: binary data, not a 'text' corpus file (40 of 40 lines" in _error(
+        mostly_bad, "text"
+    )
+    gz = tmp_path / "corpus.txt"
+    gz.write_bytes(b"\x1f\x8b\x08\x00" + b"Looks like text after the header.\n" * 3)
+    assert f"{gz}: binary data (gzip), not a 'text' corpus file" in _error(gz, "text")
+    # good start, binary tail past the first 64 KiB: refused at the end, nothing kept
+    late = tmp_path / "late.txt"
+    late.write_bytes(b"A fine first sentence here.\n" * 2400 + b"\x80\x81\x82 junk\n" * 5000)
+    assert "late.txt: binary data, not a 'text' corpus file (5000 of 7400 lines" in _error(
+        late, "text"
+    )
+
+
+# --- Wiki-40B as Hugging Face publishes it (google/wiki40b Parquet) ----------------------
+
+WIKI40B_ROWS = [  # the format of the published Parquet: text in the marker format
+    (
+        "Q25304",
+        "\n_START_ARTICLE_\nHum Award for Most Impactful Character\n_START_SECTION_\n"
+        "Winners and nominees\n_START_PARAGRAPH_\nIn the list below, winners are listed "
+        "first in the colored row, followed by the other nominees._NEWLINE_The award was "
+        "first given in 2013.\n",
+        "12371070233836627483",
+    ),
+    (
+        "Q7777",
+        "\n_START_ARTICLE_\nSmall Town\n_START_PARAGRAPH_\nSmall Town is a village.\n"
+        "_START_SECTION_\nHistory\n_START_PARAGRAPH_\nIt was founded in 1820._NEWLINE_"
+        "A school opened in 1901.\n",
+        "3053158137451939385",
+    ),
+]
+
+
+def _wiki40b_parquet(path: Path, rows=WIKI40B_ROWS) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ids, texts, versions = zip(*rows, strict=True)
+    table = pa.table({"wikidata_id": ids, "text": texts, "version_id": versions})
+    pq.write_table(table, path)
+    return path
+
+
+def test_wiki40b_parquet_reader_gives_titled_articles(tmp_path):
+    _wiki40b_parquet(tmp_path / "en" / "train-00000-of-00019.parquet")
+    (tmp_path / "en" / "README.md").write_text("not data")
+    docs, stats = _read(tmp_path / "en", "wiki40b")
+    assert [(d.doc_id, d.title, d.paragraphs) for d in docs] == [
+        (
+            "train-00000-of-00019:Q25304",
+            "Hum Award for Most Impactful Character",
+            [
+                "In the list below, winners are listed first in the colored row, followed by "
+                "the other nominees.",
+                "The award was first given in 2013.",
+            ],
+        ),
+        (
+            "train-00000-of-00019:Q7777",
+            "Small Town",
+            ["Small Town is a village.", "It was founded in 1820.", "A school opened in 1901."],
+        ),
+    ]
+    assert (stats.files, stats.documents, stats.paragraphs, stats.lines) == (1, 2, 5, 2)
+
+
+def test_wiki40b_parquet_errors_name_file_and_row(tmp_path):
+    two = _wiki40b_parquet(
+        tmp_path / "two.parquet",
+        [("Q1", "_START_ARTICLE_\nA\n_START_PARAGRAPH_\nx.\n_START_ARTICLE_\nB\n", "1")],
+    )
+    assert _error(two, "wiki40b") == f"{two}: row 0: 2 articles in one row, expected 1"
+    assert f"{two}: binary data (Parquet), not a 'text' corpus file" in _error(two, "text")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"sentence": ["x"]}), other)
+    assert "not Wiki-40B Parquet: no 'text' column" in _error(other, "wiki40b")

@@ -167,9 +167,11 @@ def test_processes_param_relaunches_under_torchrun(tmp_path, no_dropout_bert):
     """What `dvc repro` runs: the plain command, with processes: 2 in params.yaml."""
     import yaml
 
+    from paracl.params import with_runs
+
     params = _workdir(tmp_path, no_dropout_bert)
     params["train_contrastive"]["processes"] = 2
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(with_runs(params)))
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "LOCAL_RANK")}
     script, *paths = stage_argv("train_contrastive@ppdb", params)
     subprocess.run(

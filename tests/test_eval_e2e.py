@@ -58,9 +58,11 @@ def make_raw(root: Path, n: int = 24) -> Path:
         for i in range(3 * n)
     ]
     (root / "sick" / "SICK.txt").write_bytes(("\r\n".join([header, *rows])).encode())
-    (root / "pawsx").mkdir()
-    (root / "pawsx" / "dev-en.tsv").write_text(
-        "".join(f"{_sent(rng)}\t{_sent(rng)}\t{i % 2}\n" for i in range(2 * n)))  # fmt: skip
+    (root / "paws-wiki").mkdir()
+    for split in ("dev", "test"):
+        rows = [f"{i}\t{_sent(rng)}\t{_sent(rng)}\t{i % 2}\r\n" for i in range(2 * n)]
+        (root / "paws-wiki" / f"{split}.tsv").write_text(
+            "id\tsentence1\tsentence2\tlabel\r\n" + "".join(rows))  # fmt: skip
     (root / "glue" / "MRPC").mkdir(parents=True)
     for split in ("train", "test"):
         rows = [f"{i % 2}\t1\t2\t{_sent(rng)}\t{_sent(rng)}\n" for i in range(n)]
@@ -77,7 +79,8 @@ def raw(tmp_path_factory) -> Path:
 CFG = {
     "raw_dir": None, "seeds": [1, 2], "epochs": 2, "lr": 1e-3, "batch_size": 8, "patience": 1,
     "max_train": 16, "max_dev": None, "max_eval_pairs": None, "max_seq_length": 32,
-    "encode_batch_size": 16, "dev_fraction": 0.1, "test_fraction": 0.2,
+    "encode_batch_size": 16, "missing_splits": "resplit", "dev_fraction": 0.1,
+    "test_fraction": 0.2,
 }  # fmt: skip
 
 
@@ -98,10 +101,20 @@ def test_unsup_sts_encodes_each_sentence_once(tiny_bert, raw):
 def test_pi_threshold_job(tiny_bert, raw):
     res = run_job("none", "pi_en", tiny_bert, {**CFG, "raw_dir": raw}, seed=0, device=CPU)
     assert set(res["sets"]) == {"paws", "mrpc"}
-    assert res["official_split"] is False  # PAWS is a re-split offline
-    assert res["sets"]["mrpc"]["official_split"] is True  # official train → official test
+    paws, mrpc = res["sets"]["paws"], res["sets"]["mrpc"]
+    # PAWS: threshold on PAWS-Wiki dev (all of it: its re-split train ∪ dev), test = test
+    assert res["official_split"] is True and paws["selection_pairs"] == paws["test_pairs"] == 48
+    assert mrpc["official_split"] is True  # official train → official test
     assert 0 <= res["score"] <= 100
-    assert res["sets"]["mrpc"]["test_pairs"] == 24
+    assert mrpc["test_pairs"] == 24 and mrpc["provenance"]["threshold"] == "train ∪ dev"
+    capped = run_job("none", "pi_en", tiny_bert, {**CFG, "raw_dir": raw, "max_eval_pairs": 10},
+                     seed=0, device=CPU)  # fmt: skip
+    sample = capped["sets"]["paws"]["samples"]["test"]
+    assert sample["pairs"] == 10 and sample["strata"] == {
+        "0": {"pairs": 5, "of": 24},
+        "1": {"pairs": 5, "of": 24},
+    }
+    assert "seeded sample of at most 10" in capped["split_note"]
 
 
 def test_finetune_regression_and_classification(tiny_bert, raw):

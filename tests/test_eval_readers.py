@@ -123,6 +123,34 @@ def test_pawsx_and_bad_label(tmp_path):
         readers.read_pawsx(_write(tmp_path / "bad.tsv", "a\tb\tyes\n"))
 
 
+def test_pawsx_csv_quoting_and_untranslated_rows(tmp_path):
+    """XTREME's csv writer quotes a field holding `"` (dev-ja.tsv line 1 is one); NS marks
+    an untranslated sentence: such a pair is dropped, as the PAWS-X README asks."""
+    f = _write(
+        tmp_path / "dev-ja.tsv",
+        '"墓地は、""Macpelah Cemetery"" とも綴られる。"\tマックピーラ墓地である。\t0\r\n'
+        "NS\t行列に似ています。\t0\r\n"
+        "その発言は Easipower によるものです:\tNS\t1\r\n"
+        "彼は来た。\t彼が来た。\t1",
+    )
+    df = readers.read_pawsx(f)
+    assert df["sentence1"].tolist() == ['墓地は、"Macpelah Cemetery" とも綴られる。', "彼は来た。"]
+    assert df["label"].tolist() == ["0", "1"]
+
+
+def test_paws_wiki_header_crlf(tmp_path):
+    f = _write(
+        tmp_path / "dev.tsv",
+        "id\tsentence1\tsentence2\tlabel\r\n"
+        "2\tThey were there to enjoy us .\tThey were there for us to enjoy .\t1\r\n"
+        '3\tHe said "no" .\tHe said no .\t0\r\n',
+    )
+    df = readers.read_paws(f)
+    assert df["label"].tolist() == ["1", "0"] and df["sentence1"][1] == 'He said "no" .'
+    with pytest.raises(InputError, match=r"bad.tsv:1: header lacks"):
+        readers.read_paws(_write(tmp_path / "bad.tsv", "a\tb\t1\n"))
+
+
 def test_mrpc_bom_header(tmp_path):
     f = _write(
         tmp_path / "msr.txt",
@@ -160,13 +188,14 @@ def test_esci_joins_titles(tmp_path):
     pd.DataFrame({
         "query": ["red shoes", "red shoes", "tv"], "product_id": ["p1", "p2", "p3"],
         "product_locale": ["us", "us", "jp"], "esci_label": ["E", "I", "S"],
-        "small_version": [1, 1, 1], "split": ["train", "train", "train"],
+        "small_version": [1, 0, 1], "split": ["train", "train", "train"],
     }).to_parquet(tmp_path / "shopping_queries_dataset_examples.parquet")  # fmt: skip
     pd.DataFrame({
         "product_id": ["p1", "p2", "p3"], "product_locale": ["us", "us", "jp"],
         "product_title": ["Red running shoes", "Blue hat", "テレビ"],
     }).to_parquet(tmp_path / "shopping_queries_dataset_products.parquet")  # fmt: skip
     df = readers.read_esci(tmp_path / "shopping_queries_dataset_examples.parquet", "us", "train")
+    # the large version: small_version 0 rows are kept (PPDB paper Tables 1 and 2)
     assert df["sentence2"].tolist() == ["Red running shoes", "Blue hat"]
     assert df["label"].tolist() == ["E", "I"]
 
@@ -188,7 +217,13 @@ def test_mirror_files_parse_with_published_sizes(mirror):
     assert sizes == {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186}
     assert len(readers.read_mrpc(mirror / "glue/MRPC/msr_paraphrase_test.txt")) == 1725
     assert len(readers.read_cola(mirror / "glue/CoLA/dev.tsv")) == 1043
-    assert len(readers.read_pawsx(mirror / "pawsx/dev-ja.tsv")) == 2000
+    assert len(readers.read_pawsx(mirror / "pawsx/dev-ja.tsv")) == 1980  # 20 NS rows dropped
+    assert len(readers.read_pawsx(mirror / "pawsx/dev-en.tsv")) == 2000
+    for split, positives in (("dev", 3539), ("test", 3536)):
+        paws = readers.read_paws(mirror / f"paws-wiki/{split}.tsv")
+        assert len(paws) == 8000 and (paws["label"] == "1").sum() == positives
+    genres = readers.read_stsb(mirror / "stsbenchmark/sts-test.csv")["genre"].value_counts()
+    assert genres.to_dict() == {"main-captions": 625, "main-news": 500, "main-forums": 254}
     assert len(readers.read_jglue(mirror / "jglue/jsts-v1.3/test-v1.3.json")) == 1589
     jsick = readers.read_jsick(mirror / "jsick/jsick.tsv")
     assert jsick["split"].value_counts().to_dict() == {"test": 4927, "train": 4500, "trial": 500}

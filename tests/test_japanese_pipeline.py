@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from smoke_helpers import REPO, deep_merge, smoke_project
+from smoke_helpers import REPO, merge_preset, smoke_project
 from test_pipeline_dvc import dvc
 from test_smoke_pipeline import expected_outputs, finish, start_repro
 
@@ -32,7 +32,7 @@ KANA_OR_KANJI = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 
 def japanese_smoke_params(params: dict) -> dict:
     """The smoke params with presets/ja.yaml merged over them and the Japanese sources."""
-    params = deep_merge(params, yaml.safe_load(JA_PRESET.read_text()))
+    params = merge_preset(params, yaml.safe_load(JA_PRESET.read_text()))
     params["fetch"]["sources"] = sorted(set(params["fetch"]["sources"]) | set(JA_SOURCES))
     return params
 
@@ -59,7 +59,7 @@ def project(tmp_path_factory, mirror) -> Path:
 
 def test_the_ja_preset_selects_the_japanese_path():
     """presets/ja.yaml over params.yaml is valid and every job and dev file is Japanese."""
-    params = deep_merge(
+    params = merge_preset(
         yaml.safe_load((REPO / "params.yaml").read_text()), yaml.safe_load(JA_PRESET.read_text())
     )
     validate(params)

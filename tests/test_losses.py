@@ -23,29 +23,56 @@ def _nll(pos: float, others: list[float]) -> float:
     return -math.log(math.exp(pos) / (math.exp(pos) + sum(math.exp(o) for o in others)))
 
 
-def test_jcse_alpha_zero_drops_own_hard_negative_only():
-    t = 0.5
-    loss = WeightedHardNegativeLoss(temperature=t, alpha=0.0)(A, P, N)
-    # row 0: positives .6 (own), .8; hard negatives: own (1.0) weight 0, other (0.0) weight 1
-    row0 = _nll(0.6 / t, [0.8 / t, 0.0 / t])
-    row1 = _nll(0.6 / t, [0.8 / t, 0.0 / t])
-    assert loss.item() == pytest.approx((row0 + row1) / 2, rel=1e-5)
+def _simcse_loss(a, p, n, t: float, w: float) -> float:
+    """SimCSE's cl_forward (simcse/models.py, as JCSE runs it): cosine / temperature, w
+    added to each anchor's own hard-negative logit, cross-entropy on the diagonal."""
+    cos = torch.nn.functional.cosine_similarity
+    logits = torch.cat([cos(a[:, None], p[None], dim=-1), cos(a[:, None], n[None], dim=-1)], 1)
+    logits = logits / t
+    logits[:, a.size(0) :] += w * torch.eye(a.size(0))
+    return torch.nn.functional.cross_entropy(logits, torch.arange(a.size(0))).item()
 
 
-def test_jcse_alpha_one_includes_own_hard_negative_and_equals_mnrl():
+@pytest.mark.parametrize("w", [0.0, 1.0])
+def test_jcse_adds_the_weight_to_the_own_hard_negative_logit(w):
+    """By hand: each anchor's own negative is the anchor itself (cosine 1), so the
+    weight on its logit decides the loss."""
     t = 0.5
-    loss = WeightedHardNegativeLoss(temperature=t, alpha=1.0)(A, P, N)
-    row = _nll(0.6 / t, [0.8 / t, 1.0 / t, 0.0 / t])
-    assert loss.item() == pytest.approx(row, rel=1e-5)
+    loss = WeightedHardNegativeLoss(temperature=t, hard_negative_weight=w)(A, P, N)
+    # row 0: positives .6 (own), .8; hard negatives: own 1.0 (+ w), other 0.0
+    row = _nll(0.6 / t, [0.8 / t, 1.0 / t + w, 0.0 / t])  # row 1 is row 0 mirrored
+    assert loss.item() == pytest.approx(row, rel=1e-6)
+
+
+def test_jcse_weight_matters_and_zero_is_mnrl_with_negatives():
+    """On random embeddings whose own negatives sit close to their anchors: the loss is
+    SimCSE's for every weight, weight 1 (stage two) is well above weight 0 (stage one),
+    and weight 0 is sentence-transformers' MNRL with a negatives column."""
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(8, 16, generator=gen)
+    p = a + 0.8 * torch.randn(8, 16, generator=gen)
+    n = a + 0.3 * torch.randn(8, 16, generator=gen)  # closer to the anchor than p
+    t = 0.05
+    losses = {}
+    for w in (0.0, 1.0, -0.5):
+        losses[w] = WeightedHardNegativeLoss(t, hard_negative_weight=w)(a, p, n).item()
+        assert losses[w] == pytest.approx(_simcse_loss(a, p, n, t, w), rel=1e-5)
+    assert losses[1.0] > losses[0.0] + 0.5 and losses[0.0] > losses[-0.5] + 0.2
     mnrl = MultipleNegativesRankingLoss(model=None, scale=1 / t)
-    assert loss.item() == pytest.approx(mnrl.compute_loss_from_embeddings([A, P, N], None).item())
+    assert losses[0.0] == pytest.approx(
+        mnrl.compute_loss_from_embeddings([a, p, n], None).item(), rel=1e-5
+    )
 
 
-def test_jcse_alpha_weights_own_negative():
-    t = 1.0
-    loss = WeightedHardNegativeLoss(temperature=t, alpha=0.5)(A, P, N)
-    expected = -math.log(math.exp(0.6) / (math.exp(0.6) + math.exp(0.8) + 0.5 * math.e + 1.0))
-    assert loss.item() == pytest.approx(expected, rel=1e-5)
+def test_jcse_old_alpha_key_names_its_replacement():
+    from paracl.params import ParamsError
+    from paracl.training.methods import method_spec
+
+    entry = {"loss": "jcse", "input": "x.parquet", "alpha": 0.0}
+    with pytest.raises(ParamsError, match=r"jcse\.alpha' was replaced by hard_negative_weight"):
+        method_spec("jcse", entry)
+    spec = method_spec("jcse", {"loss": "jcse", "input": "x", "hard_negative_weight": 1})
+    assert spec.params.hard_negative_weight == 1
 
 
 def test_additive_margin_by_hand():

@@ -1,5 +1,5 @@
 """Hard negatives from a causal LM: the fill rules, seeded determinism (tiny random
-GPT-2), the adapt_t5 / corrupt stages on a causal LM, and (slow) the packaged LMs."""
+GPT-2), the adapt_filler / corrupt stages on a causal LM, and (slow) the packaged LMs."""
 
 import json
 import re
@@ -111,14 +111,17 @@ def test_stages_record_the_causal_lm_and_corrupt_with_it(tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     _write_corpus()
     params = _params()
-    params["adapt_t5"]["model"] = {"en": str(tiny_gpt2), "ja": str(tiny_gpt2)}
+    params["adapt_filler"]["model"] = {"en": str(tiny_gpt2), "ja": str(tiny_gpt2)}
+    params["adapt_filler"]["enabled"] = (
+        False  # recorded, not adapted (adapted: test_negatives_adapt_causal)
+    )
     params["corrupt"].update(num_samples=3, max_blanks=1)
     before = torch.get_num_threads()
     try:
-        run_stage("adapt_t5", params)
-        info = json.loads(Path("models/t5_adapted/paracl_t5.json").read_text())
+        run_stage("adapt_filler", params)
+        info = json.loads(Path("models/filler/paracl_filler.json").read_text())
         assert info["causal_lm"] and info["adapted"] is False and info["paper_model"] is False
-        assert sorted(p.name for p in Path("models/t5_adapted").iterdir()) == ["paracl_t5.json"]
+        assert sorted(p.name for p in Path("models/filler").iterdir()) == ["paracl_filler.json"]
         run_stage("corrupt", params)
         out = Path("data/negatives/negatives.parquet")
         first = {p.name: p.read_bytes() for p in out.iterdir()}

@@ -1,4 +1,4 @@
-"""The adapt_t5 and corrupt stage scripts end to end on a tiny corpus (stand-in T5)."""
+"""The adapt_filler and corrupt stage scripts end to end on a tiny corpus (stand-in T5)."""
 
 import json
 from pathlib import Path
@@ -10,7 +10,7 @@ from stage_helpers import run_stage
 
 from paracl import schemas
 from paracl.io import read_metadata, read_parquet, write_parquet
-from paracl.negatives.adapt import split_dev
+from paracl.negatives.adapt_filler import split_dev
 from paracl.negatives.pipeline import CorruptConfig
 from paracl.params import ParamsError, load_params
 
@@ -38,14 +38,12 @@ def restore_threads():
 def _params() -> dict:
     params = load_params(REPO / "params.yaml")
     params.update(device="cpu", lang="en", seed=1)
-    params["adapt_t5"].update(
+    params["adapt_filler"].update(
         model={"en": "tiny-random:t5", "ja": "tiny-random:t5"},
-        max_steps=4,
-        batch_size=4,
-        eval_every=2,
         dev_sentences=4,
         standin={"vocab_size": 200, "d_model": 16, "num_layers": 1},
     )
+    params["adapt_filler"]["t5"].update(max_steps=4, batch_size=4, eval_every=2)
     params["corrupt"].update(
         max_sentences=10, num_beams=2, num_return_sequences=2, max_fill_tokens=2, batch_size=4
     )
@@ -72,12 +70,18 @@ def test_adapt_then_corrupt_is_reproducible(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _write_corpus()
     params = _params()
-    run_stage("adapt_t5", params)
-    adapt_metrics = json.loads(Path("metrics/adapt_t5.json").read_text())
+    run_stage("adapt_filler", params)
+    adapt_metrics = json.loads(Path("metrics/adapt_filler.json").read_text())
     assert adapt_metrics["stand_in"] is True and adapt_metrics["adapted"] is True
     assert adapt_metrics["model"]["id"] == "tiny-random:t5"
-    assert Path("metrics/adapt_t5/curve.csv").read_text().startswith("step,train_loss,dev_loss")
-    assert Path("models/t5_adapted/config.json").exists()
+    assert (
+        adapt_metrics["filler"] == "t5"
+        and adapt_metrics["objective"] == "span-corruption denoising"
+    )
+    assert adapt_metrics["dev_perplexity"] < adapt_metrics["dev_perplexity_before"]
+    curve = Path("metrics/adapt_filler/curve.csv").read_text()
+    assert curve.startswith("step,train_loss,dev_loss")
+    assert Path("models/filler/config.json").exists()
 
     run_stage("corrupt", params)
     out = Path("data/negatives/negatives.parquet")  # a shard directory + _manifest.json
@@ -87,6 +91,8 @@ def test_adapt_then_corrupt_is_reproducible(tmp_path, monkeypatch):
     rows = read_parquet("data/negatives/negatives.parquet", schemas.NEGATIVES)
     assert len(rows) == metrics["negatives"]
     assert read_metadata("data/negatives/negatives.parquet")["model"]["stand_in"] is True
+    # the target corpus is the reference corpus here: no domain vocabulary to measure
+    assert metrics["domain_vocabulary"]["vocabulary"] is None
     run_stage("corrupt", params)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first
 
@@ -95,13 +101,15 @@ def test_adaptation_off_saves_the_base_model_and_says_so(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _write_corpus()
     params = _params()
-    params["adapt_t5"]["enabled"] = False
-    run_stage("adapt_t5", params)
-    metrics = json.loads(Path("metrics/adapt_t5.json").read_text())
+    params["adapt_filler"]["enabled"] = False
+    run_stage("adapt_filler", params)
+    metrics = json.loads(Path("metrics/adapt_filler.json").read_text())
     assert metrics["adapted"] is False and metrics["dev_loss"] is None and metrics["steps"] == 0
-    assert Path("metrics/adapt_t5/curve.csv").read_text().strip() == "step,train_loss,dev_loss"
-    info = json.loads(Path("models/t5_adapted/paracl_t5.json").read_text())
-    assert info["stand_in"] is True and info["adapted"] is False
+    assert metrics["objective"] is None and metrics["dev_perplexity"] is None
+    curve = Path("metrics/adapt_filler/curve.csv").read_text()
+    assert curve.strip() == "step,train_loss,dev_loss"
+    info = json.loads(Path("models/filler/paracl_filler.json").read_text())
+    assert info["stand_in"] is True and info["adapted"] is False and info["filler"] == "t5"
 
 
 def test_more_return_sequences_than_beams_is_a_params_error():

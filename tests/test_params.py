@@ -127,20 +127,22 @@ def with_methods(methods) -> dict:
 def test_method_entries_keep_their_own_params():
     methods = {
         "ppdb": {"loss": "infonce", "input": "data/ppdb/pairs.parquet"},
-        "ams_2": {"input": "p", "loss": "ams", "seed": 3, "margin": 0.3, "threshold": None},
+        "ams_2": {"input": "p", "loss": "ams", "seeds": [3], "margin": 0.3, "threshold": None},
     }
     checked = validate(with_methods(methods))["train_contrastive"]["methods"]
     assert checked["ppdb"] == {
         "input": "data/ppdb/pairs.parquet",
         "loss": "infonce",
         "data": None,
-        "seed": None,
+        "seeds": None,
+        "tags": None,
     }
     assert checked["ams_2"] == {
         "input": "p",
         "loss": "ams",
         "data": None,
-        "seed": 3,
+        "seeds": [3],
+        "tags": None,
         "margin": 0.3,
         "threshold": None,
     }
@@ -161,12 +163,12 @@ def test_method_entries_keep_their_own_params():
             "'train_contrastive.methods.ppdb.input' must be str, got 3",
         ),
         (
-            {"ppdb": {"loss": "infonce", "input": "x", "seed": -1}},
-            "'train_contrastive.methods.ppdb.seed' must be int >= 0 (or null), got -1",
+            {"ppdb": {"loss": "infonce", "input": "x", "seeds": [-1]}},
+            "'train_contrastive.methods.ppdb.seeds[0]' must be int >= 0, got -1",
         ),
         (
-            {"ppdb": {"loss": "infonce", "input": "x", "seed": True}},
-            "'train_contrastive.methods.ppdb.seed' must be int >= 0 (or null), got True",
+            {"ppdb": {"loss": "infonce", "input": "x", "seeds": True}},
+            "'train_contrastive.methods.ppdb.seeds' must be list (or null), got True",
         ),
         ({"a-b": {"loss": "none", "input": "x"}}, "'train_contrastive.methods': bad name 'a-b'"),
         ({"": {"loss": "none", "input": "x"}}, "'train_contrastive.methods': bad name ''"),

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from stage_helpers import copy_project  # the files git tracks (no run's outputs)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,19 +80,6 @@ def dvc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "dvc", *args], cwd=cwd, env=env, capture_output=True, text=True
     )
-
-
-def copy_project(dest: Path) -> Path:
-    """The project's tracked and untracked-but-not-ignored files, as a fresh git repo."""
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True
-    ).stdout.split()
-    for rel in files:
-        if (REPO / rel).is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / rel, dest / rel)
-    subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
-    return dest
 
 
 def tiny_params(dest: Path, **changes) -> None:

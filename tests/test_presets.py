@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from paracl import presets
-from paracl.params import ParamsError, validate
+from paracl.params import ParamsError, check_train_contrastive, validate
 
 REPO = Path(__file__).resolve().parents[1]
 PRESET_FILES = sorted((REPO / "presets").glob("*.yaml"))
@@ -44,8 +44,8 @@ MODEL_KEYS: dict[str, str] = {
     "train_contrastive.base_model": "encoder",  # sentence-transformers bi-encoder
     "rank_fluency.model.en": "causal_lm",  # perplexity (paraphrase.fluency)
     "rank_fluency.model.ja": "causal_lm",
-    "adapt_t5.model.en": "t5_filler",  # sentinel blanks filled (negatives.generate)
-    "adapt_t5.model.ja": "t5_filler",
+    "adapt_filler.model.en": "t5_filler",  # sentinel blanks filled (negatives.generate)
+    "adapt_filler.model.ja": "t5_filler",
     "roundtrip.forward_model": "translation",  # sampled translation (roundtrip.translate)
     "roundtrip.backward_model": "translation",
     "train_sts_scorer.base_model": "cross_encoder",  # CrossEncoder STS scorer
@@ -86,8 +86,85 @@ def test_paper_presets_exist():
 @pytest.mark.parametrize("path", PRESET_FILES, ids=lambda p: p.stem)
 def test_preset_merges_into_valid_params(path):
     base = yaml.safe_load((REPO / "params.yaml").read_text())
-    merged = presets.deep_merge(base, presets.load_preset(path))
-    validate(merged)  # raises ParamsError naming the key
+    merged = presets.merge_preset(base, presets.load_preset(path))  # its runs rewritten
+    check_train_contrastive(validate(merged))  # raises ParamsError naming the key
+
+
+def _paper_runs(name: str) -> dict[str, dict]:
+    """{method: its run's train_contrastive section} under presets/<name>.yaml."""
+    from paracl.training.methods import method_spec, run_config
+
+    merged = presets.merge_preset(
+        yaml.safe_load((REPO / "params.yaml").read_text()),
+        presets.load_preset(name, REPO / "presets"),
+    )
+    tc = merged["train_contrastive"]
+    return {
+        run["method"]: run_config(method_spec(run["method"], tc["methods"][run["method"]], run), tc)
+        for run in tc["runs"].values()
+    }
+
+
+@pytest.mark.parametrize("name", ["paper-en", "paper-ja"])
+def test_paper_presets_train_each_method_as_its_paper(name):
+    """The shared keys are the PPDB paper's; each other paper's method sets its own."""
+    cfg = _paper_runs(name)
+    ppdb = {"lr": 5.0e-5, "batch_size": 64, "max_seq_length": 128, "epochs": 20, "patience": 3,
+            "freeze_embeddings": False, "pooling": "cls_mlp"}  # PPDB §4.3, SimCSE's pooling  # fmt: skip
+
+    def settings(method: str) -> dict:
+        return {k: cfg[method][k] for k in ppdb}
+
+    assert settings("ppdb") == settings("simcse_unsup") == ppdb
+    jcse = ppdb | {"lr": 5.0e-5, "batch_size": 512, "max_seq_length": 32}  # JCSE §4.4, README
+    assert settings("jcse") == jcse
+    simcse = ppdb | {"lr": 3.0e-5, "batch_size": 64, "max_seq_length": 32, "epochs": 1}
+    for method in ("roundtrip", "roundtrip_greedy", "paraphraser_bleu20"):  # round-trip §5.1
+        assert settings(method) == simcse, method
+    assert settings("ams") == ppdb | {"freeze_embeddings": True, "epochs": 50, "patience": 50}
+    assert settings("ebsim") == ppdb | {"lr": 5.0e-6, "batch_size": 32}  # EBSIM §4.1
+    if name == "paper-ja":
+        assert settings("jcse_two_stage") == jcse
+
+
+def test_a_derived_preset_adds_or_removes_a_method_in_one_line(params_copy):
+    """A method written once: its seeds' runs follow it in and out of params.yaml."""
+    from paracl.params import load_params
+
+    presets.apply_preset(presets.load_preset("effect-en", REPO / "presets"), params_copy)
+    runs = load_params(params_copy)["train_contrastive"]["runs"]
+    assert {"ams_s1", "ams_s2", "ams_s3", "none"} <= set(runs) and "ams" not in runs
+    sup = {"loss": "infonce", "input": "data/raw/jsnli/dev.tsv", "hard_negatives": True}
+    changed = presets.apply_preset(
+        {"train_contrastive": {"methods": {"ams": None, "simcse_sup": sup}}}, params_copy
+    )
+    assert ("train_contrastive.runs", list(runs), ANY_LIST) in changed
+    runs = load_params(params_copy)["train_contrastive"]["runs"]
+    assert not [r for r in runs if r.startswith("ams")]
+    assert [runs[f"simcse_sup_s{s}"]["seed"] for s in (1, 2, 3)] == [1, 2, 3]
+
+
+def test_paracl_expand_rewrites_stale_runs_and_refuses_bad_seeds(params_copy, capsys):
+    from paracl.cli import main
+
+    text = params_copy.read_text()
+    stale = text.replace("  seeds: null ", "  seeds: [4, 5]")
+    assert stale != text
+    params_copy.write_text(stale)
+    assert main(["expand", "--params", str(params_copy), "--dry-run"]) == 0
+    assert "would be rewritten" in capsys.readouterr().out and params_copy.read_text() == stale
+    assert main(["expand", "--params", str(params_copy)]) == 0
+    assert "ppdb_s4" in capsys.readouterr().out
+    runs = yaml.safe_load(params_copy.read_text())["train_contrastive"]["runs"]
+    assert runs["ppdb_s5"] == {"method": "ppdb", "seed": 5, "input": "data/ppdb/pairs.parquet"}
+    assert "`paracl expand`" in params_copy.read_text()  # the comments stay
+    before = params_copy.read_bytes()
+    params_copy.write_text(params_copy.read_text().replace("  seeds: [4, 5]", "  seeds: [4, 4]"))
+    bad = params_copy.read_bytes()
+    assert main(["expand", "--params", str(params_copy)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'train_contrastive.seeds' must list distinct seeds" in err
+    assert params_copy.read_bytes() == bad != before  # nothing written
 
 
 def test_deep_merge_merges_mappings_and_replaces_lists():
@@ -104,9 +181,9 @@ def test_null_over_a_mapping_removes_it_and_is_a_value_elsewhere(params_copy):
     assert presets.deep_merge(base, {"methods": {"absent": None}}) == base  # nothing to remove
     # in params.yaml itself: the ja preset drops the default round-trip methods
     changed = presets.apply_preset(presets.load_preset("ja", REPO / "presets"), params_copy)
-    assert ("train_contrastive.methods.paraphraser", ANY_MAPPING, None) in changed
+    assert ("train_contrastive.methods.paraphraser_bleu20", ANY_MAPPING, None) in changed
     methods = yaml.safe_load(params_copy.read_text())["train_contrastive"]["methods"]
-    assert "roundtrip" not in methods and "paraphraser" not in methods and "ppdb" in methods
+    assert "roundtrip" not in methods and "paraphraser_bleu20" not in methods and "ppdb" in methods
     assert "# trains nothing: the base as-is" in params_copy.read_text()  # comments kept
 
 
@@ -116,6 +193,14 @@ class _AnyMapping:
 
 
 ANY_MAPPING = _AnyMapping()
+
+
+class _AnyList:
+    def __eq__(self, other) -> bool:
+        return isinstance(other, list)
+
+
+ANY_LIST = _AnyList()
 
 
 def test_paper_en_sets_the_papers_models():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from stage_helpers import run_stage
+from stage_helpers import expand_stages, run_stage
 
 from paracl import schemas
 from paracl.io import read_metadata, read_parquet, write_parquet
@@ -20,6 +20,7 @@ from paracl.roundtrip.translate import (
     decoding_settings,
     round_trip,
 )
+from paracl.sampling import sample_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = [
@@ -106,12 +107,14 @@ OWN_KEYS = (
     "lang",
     "theta",
     "device",
+    "precision",
     "executor",
     "ray_address",
     "workers",
     "model_workers",
     "gpus_per_model_worker",
     "roundtrip",
+    "roundtrip_baselines",
     "train_sts_scorer",
     "tag",
     "train_paraphraser",
@@ -188,6 +191,36 @@ def test_stage_greedy_mode_one_candidate_on_a_causal_lm(tmp_path, monkeypatch, t
     assert len(out) == 2 and set(out["forward"]) == {"greedy"}
     metrics = json.loads(Path("metrics/roundtrip/roundtrip.json").read_text())
     assert metrics["paper_model"] is False and metrics["forward_model"]["stand_in"] is False
+
+
+def test_greedy_baseline_stage_round_trips_the_same_sample_greedily(tmp_path, monkeypatch):
+    """roundtrip_baseline@greedy (round-trip paper §4.4): roundtrip's seeded sample through
+    the same translators, greedy both ways, one candidate a sentence, in its own artifact;
+    dvc.yaml gives it roundtrip's deps and none of the sampling params."""
+    monkeypatch.chdir(tmp_path)
+    write_corpus(Path("data/corpus/sentences.parquet"), TEXTS)
+    params = _params(tmp_path, max_sentences=3)
+    params["roundtrip_baselines"] = {"decodings": ["greedy"]}
+    run_stage("roundtrip_baseline@greedy", params)
+    greedy = read_parquet("data/roundtrip/greedy.parquet", schemas.ROUNDTRIP_CANDIDATES)
+    sample = sample_corpus("data/corpus/sentences.parquet", 3, params["seed"])  # roundtrip's
+    assert greedy[["id", "text"]].values.tolist() == sample[["id", "text"]].values.tolist()
+    assert set(greedy["forward"]) == set(greedy["backward"]) == {"greedy"}
+    metrics = json.loads(Path("metrics/roundtrip/greedy.json").read_text())
+    assert metrics["mode"] == "greedy" and metrics["candidates_per_sentence"] == 1
+
+    pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    defaults = yaml.safe_load((REPO / "params.yaml").read_text())
+    stages = expand_stages(pipeline, defaults)
+    assert not any(name.startswith("roundtrip_baseline@") for name in stages)  # default: none
+    stages = expand_stages(pipeline, defaults | params)
+    stage, sampling = stages["roundtrip_baseline@greedy"], stages["roundtrip"]
+    assert stage["deps"] == sampling["deps"]
+    assert not {"roundtrip", "roundtrip.mode", "roundtrip.top_k"} & set(stage["params"])
+    with pytest.raises(ParamsError, match="MODE must be sample or greedy"):
+        from stage_helpers import run_main
+
+        run_main("roundtrip", params, "c.parquet", "o.parquet", "m.json", "beam")
 
 
 def test_decoding_settings_pair_top_k_with_temperature():

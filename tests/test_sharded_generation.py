@@ -105,7 +105,7 @@ def test_roundtrip_resumes_and_ray_writes_the_local_bytes(tmp_path, monkeypatch,
 def test_corrupt_resumes_and_ray_writes_the_local_bytes(tmp_path, monkeypatch, engine, tiny_t5):
     monkeypatch.chdir(tmp_path)
     write_corpus(Path("data/corpus/sentences.parquet"), ANCHORS)
-    shutil.copytree(tiny_t5, "models/t5_adapted")
+    shutil.copytree(tiny_t5, "models/filler")
     params = base_params(
         corrupt={
             "max_sentences": None,

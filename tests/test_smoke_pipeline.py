@@ -8,6 +8,7 @@ other, mostly on one core), which keeps the module near one pipeline's wall time
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,36 +20,33 @@ from pathlib import Path
 import pytest
 import yaml
 from smoke_helpers import smoke_project, snapshot
-from test_pipeline_dvc import dvc, load_stages
+from stage_helpers import dep_paths, expand_stages
+from test_pipeline_dvc import dvc
+
+from paracl.io import read_parquet
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def expected_outputs(project: Path) -> list[str]:
-    """Every out/metric path of every stage (foreach/matrix expanded) in the project."""
+    """Every out/metric path of every stage in the project, foreach/matrix expanded with
+    its params as dvc expands them (train_contrastive's runs, evaluate's runs x tasks, a
+    foreach over an empty list or mapping: none)."""
     params = yaml.safe_load((project / "params.yaml").read_text())
-    paths = []
-    for stage in load_stages().values():
-        body = stage.get("do", stage)
-        entries = [*(body.get("outs") or []), *(body.get("metrics") or [])]
-        raw = [str(next(iter(e))) if isinstance(e, dict) else str(e) for e in entries]
-        if "foreach" in stage:  # train_contrastive: one per method
-            methods = params["train_contrastive"]["methods"]
-            paths += [p.replace("${key}", k) for p in raw for k in methods]
-        elif "matrix" in stage:  # evaluate: methods × tasks
-            ev = params["evaluate"]
-            paths += [
-                p.replace("${item.method}", m).replace("${item.task}", t)
-                for p in raw
-                for m in params["train_contrastive"]["methods"]
-                for t in ev["tasks"]
-            ]
-        else:
-            paths += raw
-    return paths
+    pipeline = yaml.safe_load((project / "dvc.yaml").read_text())
+    return [
+        path
+        for stage in expand_stages(pipeline, params).values()
+        for path in dep_paths(stage.get("outs")) + dep_paths(stage.get("metrics"))
+    ]
 
 
 def start_repro(project: Path, log: Path) -> subprocess.Popen:
     """`dvc repro` in its own process group (so SIGKILL reaches the stage it runs)."""
-    env = os.environ | {"PYTHONUNBUFFERED": "1"}
+    # Two checkouts share a small CPU: one torch thread per stage (a stage's own `threads`
+    # param still wins). torch's default pool oversubscribes the cores: train_sts_scorer
+    # took 97 s with it, 64 s with one thread (same scores), measured 2025-11-25 on 2 cores.
+    env = os.environ | {"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     with open(log, "ab") as out:
         return subprocess.Popen(
@@ -121,8 +119,23 @@ def test_repro_runs_every_stage_and_leaves_a_clean_status(runs):
     summary = (project / "metrics/summary.md").read_text()
     assert "| jcse |" in summary and "| none |" in summary, summary
     hashes = snapshot(project)
+    assert_default_paths(project, summary)
     assert any(k.startswith("data/negatives/") for k in hashes)
     assert sum(k.startswith("data/roundtrip/candidates.parquet/part-") for k in hashes) > 1
+
+
+def assert_default_paths(project: Path, summary: str) -> None:
+    """The smoke run takes the default's code paths (issue 30): a causal-LM filler and a
+    prompted causal-LM translator, and every default method trained on rows and scored
+    on every default task (no "n/a" cell)."""
+    defaults = yaml.safe_load((REPO / "params.yaml").read_text())
+    for method in defaults["train_contrastive"]["methods"]:
+        row = next((r for r in summary.splitlines() if r.startswith(f"| {method} |")), "")
+        assert row and "n/a" not in row, f"{method} not trained and scored:\n{summary}"
+    filler = json.loads((project / "metrics/adapt_filler.json").read_text())
+    assert filler["filler"] == "causal_lm" and filler["adapted"], filler
+    for name in ("data/roundtrip/tagged.parquet", "data/paraphraser/generated.parquet"):
+        assert len(read_parquet(project / name)) > 0, f"{name} is empty"  # file or shard dir
 
 
 def test_a_killed_run_resumes_to_the_same_bytes_on_a_fresh_checkout(runs):

@@ -32,6 +32,10 @@ def expand_stages() -> dict[str, dict]:
     from params.yaml, so the deps of every generated stage are checked."""
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
     params = yaml.safe_load((REPO / "params.yaml").read_text())
+    # foreach stages with no item by default (presets/jcse-*.yaml add them): one each
+    domain = {"source": "data/raw/jcse/corpora/clinic_corpus.txt", "format": "text"}
+    params["prepare_domain"]["corpora"] = params["prepare_domain"]["corpora"] or {"dom": domain}
+    params["corrupt"]["unadapted"] = params["corrupt"]["unadapted"] or ["unadapted"]
     return expand_dvc_stages(pipeline, params)
 
 

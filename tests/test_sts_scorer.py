@@ -181,7 +181,7 @@ def _write_stsb(path: Path, pairs: sts_scorer.StsPairs) -> None:
 
 def _own_params(**cfg) -> dict:
     raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    keys = ("seed", "lang", "device", "train_sts_scorer")
+    keys = ("seed", "lang", "device", "precision", "train_sts_scorer")
     params = validate({k: raw[k] for k in keys}, {k: SCHEMA[k] for k in keys})
     params["device"] = "cpu"
     params["train_sts_scorer"].update(cfg)
@@ -236,7 +236,7 @@ def test_best_of_seeds_keeps_the_best_dev_spearman(monkeypatch):
 
     dev_spearman = {7: 50.0, 8: 70.0, 9: 60.0}
 
-    def fake_train_one(kind, base, train, dev, out_dir, seed, cfg, device):
+    def fake_train_one(kind, base, train, dev, out_dir, seed, cfg, device, precision):
         return f"model-{seed}", {"spearman": dev_spearman[seed]}
 
     monkeypatch.setattr(sts_scorer, "train_one", fake_train_one)

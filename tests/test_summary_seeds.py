@@ -1,21 +1,21 @@
-"""The summary over seeds: entries that differ only in `seed` make one row (mean ± sd),
-and each row's difference to `none` comes with a t-test over the seeds."""
+"""The summary over seeds: a method's runs (one per training seed, train_contrastive.runs)
+make one row (mean ± sd), and each row's difference to `none` comes with a t-test over
+the seeds."""
 
 from __future__ import annotations
 
 import pytest
 
-from paracl.evaluation.summary import build_summary, effect_vs, seed_groups, to_markdown
+from paracl.evaluation.summary import build_summary, effect_vs, run_groups, to_markdown
+from paracl.params import expand_runs
 
 METHODS = {
     "none": {"loss": "none", "input": "dev.csv"},
-    "ppdb": {"loss": "infonce", "input": "pairs.parquet", "seed": 1},
-    "ppdb_s2": {"loss": "infonce", "input": "pairs.parquet", "seed": 2},
-    "ppdb_s3": {"loss": "infonce", "input": "pairs.parquet", "seed": 3},
-    "simcse_unsup": {"loss": "infonce", "input": "sentences.parquet", "seed": 1},
-    "simcse_unsup_s2": {"loss": "infonce", "input": "sentences.parquet", "seed": 2},
+    "ppdb": {"loss": "infonce", "input": "pairs.parquet", "seeds": [1, 2, 3]},
+    "simcse_unsup": {"loss": "infonce", "input": "sentences.parquet", "seeds": [1, 2]},
     "ams": {"loss": "ams", "input": "pairs.parquet", "margin": 0.5},
 }
+GROUPS = run_groups(expand_runs({"methods": METHODS, "seeds": None}))
 
 
 def _result(score: float) -> dict:
@@ -23,32 +23,31 @@ def _result(score: float) -> dict:
             "encoder": {"base_model": {"id": "tiny/base"}}}  # fmt: skip
 
 
-def test_entries_differing_only_in_seed_share_a_row():
-    groups = seed_groups(METHODS)
-    assert groups == {"none": ["none"], "ppdb": ["ppdb", "ppdb_s2", "ppdb_s3"],
-                      "simcse_unsup": ["simcse_unsup", "simcse_unsup_s2"], "ams": ["ams"]}  # fmt: skip
-    # another loss param is another method, even on the same input and seed
-    other = {**METHODS, "ppdb_t": {"loss": "infonce", "input": "x.parquet", "seed": 1}}
-    assert seed_groups(other)["ppdb_t"] == ["ppdb_t"]
+def test_a_methods_runs_share_a_row_named_after_it():
+    assert GROUPS == {"none": ["none"], "ppdb": ["ppdb_s1", "ppdb_s2", "ppdb_s3"],
+                      "simcse_unsup": ["simcse_unsup_s1", "simcse_unsup_s2"], "ams": ["ams"]}  # fmt: skip
+    # the row is the run's `method`, whatever the run is called or its entry holds
+    runs = {"a": {"method": "ams", "seed": 1}, "b": {"method": "ams", "seed": 2}}
+    assert run_groups(runs) == {"ams": ["a", "b"]}
 
 
-def test_two_stage_seeds_group_by_the_encoder_they_continue():
-    stage_two = {"loss": "jcse", "data": "nli.tsv", "alpha": 1.0}
+def test_two_stage_runs_group_by_their_method_and_continue_their_own_seed():
+    stage_two = {"loss": "jcse", "data": "nli.tsv", "hard_negative_weight": 1.0}
     methods = {
-        "jcse": {"loss": "jcse", "input": "negatives.parquet", "seed": 1},
-        "jcse_s2": {"loss": "jcse", "input": "negatives.parquet", "seed": 2},
-        "jcse_two_stage": {**stage_two, "input": "models/encoders/jcse", "seed": 1},
-        "jcse_two_stage_s2": {**stage_two, "input": "models/encoders/jcse_s2", "seed": 2},
+        "jcse": {"loss": "jcse", "input": "negatives.parquet"},
+        "jcse_two_stage": {**stage_two, "input": "models/encoders/jcse"},
     }
-    assert seed_groups(methods) == {"jcse": ["jcse", "jcse_s2"],
-                                    "jcse_two_stage": ["jcse_two_stage", "jcse_two_stage_s2"]}  # fmt: skip
+    runs = expand_runs({"methods": methods, "seeds": [1, 2]})
+    assert run_groups(runs) == {"jcse": ["jcse_s1", "jcse_s2"],
+                                "jcse_two_stage": ["jcse_two_stage_s1", "jcse_two_stage_s2"]}  # fmt: skip
+    assert runs["jcse_two_stage_s2"]["input"] == "models/encoders/jcse_s2"
 
 
 def test_row_is_mean_and_sd_over_seeds_with_effect_and_test():
-    scores = {"none": 30.0, "ppdb": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
-              "simcse_unsup": 31.0, "simcse_unsup_s2": 29.0, "ams": 35.0}  # fmt: skip
+    scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
+              "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0, "ams": 35.0}  # fmt: skip
     results = {m: {"unsup_sts_en": _result(s)} for m, s in scores.items()}
-    summary = build_summary(results, ["unsup_sts_en"], "all", seed_groups(METHODS))
+    summary = build_summary(results, ["unsup_sts_en"], "all", GROUPS)
     rows = summary["methods"]
     assert list(rows) == ["none", "ppdb", "simcse_unsup", "ams"]
     ppdb = rows["ppdb"]
@@ -74,9 +73,9 @@ def test_one_seed_each_keeps_the_plain_table():
 def test_no_spread_and_a_missing_seed():
     assert effect_vs({"a": 2.0, "b": 2.0}, {"none": 1.0})["p"] is None  # identical seeds
     assert effect_vs({"a": 2.0, "b": None}, {"none": 1.0}) is None
-    results = {"none": {"stsb": _result(50.0)}, "ppdb": {"stsb": _result(51.0)},
+    results = {"none": {"stsb": _result(50.0)}, "ppdb_s1": {"stsb": _result(51.0)},
                "ppdb_s2": {"stsb": None}}  # fmt: skip
-    summary = build_summary(results, ["stsb"], "all", seed_groups(METHODS))
+    summary = build_summary(results, ["stsb"], "all", GROUPS)
     row = summary["methods"]["ppdb"]
     assert row["avg"] is None and row["tasks"]["stsb"]["score"] is None
     assert "n/a" in to_markdown(summary)
@@ -88,9 +87,9 @@ def test_unsupervised_sts_sets_get_a_breakdown_table():
         return {**_result((sts12 + sickr) / 2), "sets": sets}
 
     results = {"none": {"unsup_sts_en": unsup(40.0, 50.0)},
-               "ppdb": {"unsup_sts_en": unsup(42.0, 55.0)},
+               "ppdb_s1": {"unsup_sts_en": unsup(42.0, 55.0)},
                "ppdb_s2": {"unsup_sts_en": unsup(44.0, 57.0)}}  # fmt: skip
-    summary = build_summary(results, ["unsup_sts_en"], "all", seed_groups(METHODS))
+    summary = build_summary(results, ["unsup_sts_en"], "all", GROUPS)
     md = to_markdown(summary)
     assert "| Method | STS12 | SICKRelatedness |" in md  # SimCSE's order, not alphabetical
     assert "| none | 40.0 | 50.0 |" in md and "| ppdb | 43.0 ± 1.4 | 56.0 ± 1.4 |" in md
@@ -98,14 +97,14 @@ def test_unsupervised_sts_sets_get_a_breakdown_table():
     # a set without a score (too few pairs) is n/a; PI's per-set accuracies get no table
     results["none"]["unsup_sts_en"]["sets"]["STS12"] = {"pairs": 1}
     results["none"]["pi_en"] = {**_result(70.0), "kind": "pi", "sets": {"mrpc": {"accuracy": 70}}}
-    summary = build_summary(results, ["unsup_sts_en", "pi_en"], "all", seed_groups(METHODS))
+    summary = build_summary(results, ["unsup_sts_en", "pi_en"], "all", GROUPS)
     md = to_markdown(summary)
     assert "| none | n/a | 50.0 |" in md and "mrpc" not in md
 
 
 JA = {"simcse_unsup", "simcse_sup", "ppdb", "jcse", "jcse_two_stage", "ams"}
 EFFECT_METHODS = {  # presets applied in order -> the methods besides none (README says why)
-    ("effect-en",): {"simcse_unsup", "ppdb", "roundtrip", "paraphraser", "jcse", "ams"},
+    ("effect-en",): {"simcse_unsup", "ppdb", "roundtrip", "paraphraser_bleu20", "jcse", "ams"},
     ("effect-ja",): JA,
     ("effect-ja", "effect-ja-ebsim"): {"ebsim", "ebsim_no_aa"},  # null removes effect-ja's
     ("effect-en", "effect-en-theta"): {"ppdb"},  # the θ sweep: null removes the others
@@ -114,7 +113,7 @@ EFFECT_METHODS = {  # presets applied in order -> the methods besides none (READ
 
 @pytest.mark.parametrize("names", sorted(EFFECT_METHODS))
 def test_effect_presets_train_every_method_with_three_seeds(names, tmp_path):
-    """A typo in one seed's entry would split it into a row of its own: caught here."""
+    """Each method written once, its seeds expanded into runs: one row of 3 seeds each."""
     import shutil
     from pathlib import Path
 
@@ -126,21 +125,22 @@ def test_effect_presets_train_every_method_with_three_seeds(names, tmp_path):
     for name in names:
         presets.apply_preset(presets.load_preset(repo / "presets" / f"{name}.yaml"),
                              tmp_path / "params.yaml")  # fmt: skip
-    methods = load_params(tmp_path / "params.yaml")["train_contrastive"]["methods"]
-    rows = seed_groups(methods)
+    runs = load_params(tmp_path / "params.yaml")["train_contrastive"]["runs"]
+    rows = run_groups(runs)
     assert rows.pop("none") == ["none"]
     assert set(rows) == EFFECT_METHODS[names]
-    assert all(len(entries) == 3 for entries in rows.values()), rows
-    assert all([methods[e]["seed"] for e in entries] == [1, 2, 3] for entries in rows.values())
+    assert all([runs[r]["seed"] for r in names_] == [1, 2, 3] for names_ in rows.values()), rows
+    for run in rows.get("jcse_two_stage", []):  # each seed continues from jcse's same seed
+        assert runs[run]["input"] == f"models/encoders/jcse_s{runs[run]['seed']}"
 
 
 def test_the_papers_claims_are_welch_tests_between_their_two_methods():
     from scipy import stats
 
-    scores = {"none": 30.0, "ppdb": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
-              "simcse_unsup": 31.0, "simcse_unsup_s2": 29.0, "ams": 35.0}  # fmt: skip
+    scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
+              "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0, "ams": 35.0}  # fmt: skip
     results = {m: {"unsup_sts_en": _result(s)} for m, s in scores.items()}
-    summary = build_summary(results, ["unsup_sts_en"], "all", seed_groups(METHODS))
+    summary = build_summary(results, ["unsup_sts_en"], "all", GROUPS)
     # only the claim whose two methods ran: ppdb above unsupervised SimCSE
     [claim] = summary["claims"]
     assert (claim["method"], claim["other"]) == ("ppdb", "simcse_unsup")
@@ -150,9 +150,9 @@ def test_the_papers_claims_are_welch_tests_between_their_two_methods():
     text = to_markdown(summary)
     assert "The papers' claims" in text and "ppdb − simcse_unsup: +11.0" in text
     # the claim's direction matters: a significant difference the other way does not hold
-    flipped = {**scores, "ppdb": 20.0, "ppdb_s2": 21.0, "ppdb_s3": 22.0}
+    flipped = {**scores, "ppdb_s1": 20.0, "ppdb_s2": 21.0, "ppdb_s3": 22.0}
     results = {m: {"unsup_sts_en": _result(s)} for m, s in flipped.items()}
-    [claim] = build_summary(results, ["unsup_sts_en"], "all", seed_groups(METHODS))["claims"]
+    [claim] = build_summary(results, ["unsup_sts_en"], "all", GROUPS)["claims"]
     assert claim["diff"] < 0 and claim["p"] < 0.05 and not claim["holds"]
     # one seed each: a difference, no test
     single = {"none": 30.0, "ppdb": 40.0, "simcse_unsup": 31.0}

@@ -337,6 +337,46 @@ def test_ebsim_triples_pick_each_documents_sentence_nearest_its_title(st_tiny):
         build_triples(corpus.assign(title=""), model, eta=0.8, max_mask=0.5, seed=0)
 
 
+def test_ebsim_retrieves_with_the_fixed_base_not_the_encoder_in_training(tiny_bert, tmp_path):
+    """EBSIM §4.1: a fixed encoder with mean pooling ranks each document's sentences. The
+    encoder being trained (cls_mlp: [CLS] through a random MLP, as the paper presets) is
+    not it: a training step that moves it leaves the triples as they were, and the
+    positive is the sentence plain mean pooling of the base (transformers alone) ranks
+    first. A `retriever` named in the entry is the one loaded."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from paracl.models import ModelNotFoundError
+    from paracl.training.losses import ebsim_triplet
+
+    path = tmp_path / "corpus.parquet"
+    write_parquet(_corpus(), path, CORPUS)
+    cfg = {"base_model": str(tiny_bert), "max_examples": None}
+    model = build_encoder(tiny_bert, "cls_mlp", max_seq_length=16)
+    before = ebsim_triplet.examples(str(path), model, ebsim_triplet.Params(), cfg, seed=0)
+    titles = before["anchor"].unique().tolist()
+    emb = embed(model.eval(), titles).detach()
+    obj = infonce.objective(model, infonce.Params(), TAU)
+    train(model, load_examples_frame(_pairs(8)), obj, TrainConfig(lr=1e-2, batch_size=8, seed=0))
+    assert not torch.allclose(embed(model.eval(), titles).detach(), emb, atol=1e-3)
+    after = ebsim_triplet.examples(str(path), model, ebsim_triplet.Params(), cfg, seed=0)
+    pd.testing.assert_frame_equal(before, after)
+
+    tok, hf = AutoTokenizer.from_pretrained(tiny_bert), AutoModel.from_pretrained(tiny_bert)
+    corpus = _corpus()
+    for title, doc in corpus.groupby("title", sort=False):
+        enc = tok([title] + doc["text"].tolist(), padding=True, return_tensors="pt")
+        with torch.no_grad():
+            states = hf(**enc).last_hidden_state
+        mask = enc["attention_mask"][..., None].float()
+        pooled = torch.nn.functional.normalize((states * mask).sum(1) / mask.sum(1), dim=-1)
+        nearest = doc["text"].iloc[int(torch.argmax(pooled[1:] @ pooled[0]))]
+        token = before[(before["anchor"] == title) & (before["kind"] == "token")]
+        assert token["positive"].tolist() == [nearest]
+    named = ebsim_triplet.Params(retriever=str(tmp_path / "no-such-retriever"))
+    with pytest.raises(ModelNotFoundError, match="no-such-retriever"):
+        ebsim_triplet.examples(str(path), model, named, cfg, seed=0)
+
+
 def test_ebsim_on_a_causal_lm_scores_pairs_by_their_content(tiny_llama, tiny_bert):
     """On a causal LM (left padding), RA reads each pair's last token, so a pair with
     another second sentence scores differently and both aspects move the encoder (on the

@@ -18,11 +18,12 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from smoke_helpers import SMOKE, deep_merge
+from smoke_helpers import SMOKE, merge_preset
 from stage_helpers import methods, run_stage
 
 from paracl.device import seed_everything
 from paracl.params import load_params
+from paracl.presets import deep_merge
 from paracl.training import trainer
 from paracl.training.checkpoint import Checkpoint, TrainingInterrupted, run_key
 from paracl.training.data import to_examples
@@ -445,7 +446,7 @@ def _smoke_project(root: Path, tiny_bert: Path, **train: object) -> dict:
     ]
     (root / "data/raw/stsbenchmark/sts-dev.csv").write_text("\n".join(sts) + "\n")
     shutil.copytree(tiny_bert, root / "models/tiny/bert")
-    params = deep_merge(yaml.safe_load((REPO / "params.yaml").read_text()), overlay)
+    params = merge_preset(yaml.safe_load((REPO / "params.yaml").read_text()), overlay)
     (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return load_params(root / "params.yaml")
 

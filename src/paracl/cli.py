@@ -5,7 +5,9 @@ paracl models                      # packaged offline models this machine has
 paracl score MODEL "s1" "s2"       # cosine similarity of a pair under an encoder
 paracl paraphrase "sentence" --tags "<SIM95><BLEU20>" [--model models/paraphraser]
 paracl preset NAME [--dry-run]     # apply presets/NAME.yaml to params.yaml (validated)
+paracl expand [--dry-run]          # rewrite train_contrastive.runs (methods x seeds)
 paracl theta-curve                 # θ sweep (dvc exp show) -> metrics/theta_curve.csv/.png
+paracl report [--check]            # README/docs tables and plots from results/*/ (rendered)
 """
 
 from __future__ import annotations
@@ -103,6 +105,12 @@ def cmd_preset(args: argparse.Namespace) -> int:
     return run_cli(args)
 
 
+def cmd_expand(args: argparse.Namespace) -> int:
+    from paracl.presets import run_expand_cli
+
+    return run_expand_cli(args)
+
+
 def cmd_theta_curve(args: argparse.Namespace) -> int:
     from paracl.evaluation import theta_curve as tc
     from paracl.io import read_json
@@ -119,6 +127,17 @@ def cmd_theta_curve(args: argparse.Namespace) -> int:
               f"(n={r['n_experiments']})")  # fmt: skip
     print(f"wrote {args.out_dir}/theta_curve.csv and {args.out_dir}/theta_curve.png")
     return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from paracl.errors import UserError
+    from paracl.report import main as report_main
+
+    try:
+        return report_main(Path(args.root), args.check, args.snapshot_default, not args.no_plots)
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
 
     add_arguments(preset)
     preset.set_defaults(func=cmd_preset)
+    expand = sub.add_parser("expand", help="rewrite train_contrastive.runs from its methods")
+    expand.add_argument("--params", default="params.yaml")
+    expand.add_argument("--dry-run", action="store_true", help="print the change only")
+    expand.set_defaults(func=cmd_expand)
     theta = sub.add_parser("theta-curve", help="dev average vs theta over DVC experiments")
     theta.add_argument(
         "--input",
@@ -160,6 +183,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     theta.add_argument("--out-dir", default="metrics")
     theta.set_defaults(func=cmd_theta_curve)
+    report = sub.add_parser("report", help="render README/docs result tables, plots, params page")
+    report.add_argument("--check", action="store_true", help="only compare; exit 1 if stale")
+    report.add_argument(
+        "--snapshot-default",
+        action="store_true",
+        help="first copy metrics/summary.* and the heatmap data into results/default/",
+    )
+    report.add_argument("--no-plots", action="store_true", help="tables only")
+    report.add_argument("--root", default=".", help="the repository (default: here)")
+    report.set_defaults(func=cmd_report)
     args = parser.parse_args(argv)
     return args.func(args)
 

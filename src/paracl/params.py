@@ -5,7 +5,10 @@ stage at once with a message naming the key, not an hour later with a traceback.
 
 The schema is one class per section, a dataclass: each field is a key, its type says
 what the key holds, a default makes it optional, `param(min=, max=, help=)` adds a range
-(for a list or a dict: each item's). To add a key, add a field. The checker knows
+(for a list or a dict: each item's), and `param(names=f)` a name that selects code: a
+string (or each item) must be one of `f()`, read from the code's own registry (the
+evaluation jobs, the losses), so a misspelt task fails when params load, not after the
+pipeline has trained. To add a key, add a field. The checker knows
 
     int, float (ints pass), str, bool, X | None (null allowed), Literal["a", "b"],
     list[X], a Section (a nested mapping), dict[Literal["en", "ja"], X] (exactly these
@@ -16,9 +19,10 @@ A key a section does not declare is an error, unless the section sets `extra_key
 
 # No `from __future__ import annotations`: the checker reads each field's type as an object.
 import dataclasses
+import importlib
 import re
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin
@@ -44,10 +48,38 @@ class Section:
 
 
 def param(
-    default: Any = MISSING, *, min: float | None = None, max: float | None = None, help: str = ""
+    default: Any = MISSING,
+    *,
+    min: float | None = None,
+    max: float | None = None,
+    help: str = "",
+    names: Callable[[], Iterable[str]] | None = None,
 ) -> Any:
-    """A field with a range (for a list or a dict: each item's) and a line of help."""
-    return dataclasses.field(default=default, metadata={"min": min, "max": max, "help": help})
+    """A field with a range (for a list or a dict: each item's), the names it accepts
+    (`names()`, read when checked) and a line of help."""
+    meta = {"min": min, "max": max, "help": help, "names": names}
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def job_names() -> tuple[str, ...]:
+    """The evaluation jobs: paracl.evaluation.tasks.JOBS (pandas, no torch). Imported by
+    name, not by an `import` statement: the registry decides whether params are valid,
+    never what a stage writes, so it is no DVC dep of every stage that loads params."""
+    return importlib.import_module("paracl.evaluation.tasks").JOBS
+
+
+def loss_names() -> list[str]:
+    """`none` and the keys of paracl.training.losses.LOSSES, read from that module's
+    source: importing it loads torch, which a params check must not wait for (a test
+    checks the two agree)."""
+    import ast
+
+    source = Path(__file__).with_name("training") / "losses" / "__init__.py"
+    for node in ast.parse(source.read_text(encoding="utf-8")).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", 0)]
+        if any(getattr(t, "id", "") == "LOSSES" for t in targets):
+            return ["none", *(k.value for k in node.value.keys)]
+    raise RuntimeError(f"{source}: no `LOSSES = {{...}}` registry")
 
 
 Lang = Literal["en", "ja"]
@@ -58,6 +90,8 @@ Lang = Literal["en", "ja"]
 class Fetch(Section):
     sources: list[str]
     mirror: str | None = None
+    # sources whose registry files have no published checksum, used anyway (paracl.fetch)
+    allow_unverified: list[str] | None = None
 
 
 class PrepareCorpus(Section):
@@ -96,26 +130,38 @@ class RankFluency(Section):
     shard_size: int = param(1000, min=1, help="candidates per shard, whole sentences")
 
 
-class AdaptT5(Section):
+class AdaptFiller(Section):
+    class T5(Section):  # span-corruption denoising, Adafactor (JCSE §3.2, §4.4)
+        noise_density: float = param(min=0.01, max=0.99)
+        mean_noise_span_length: float = param(min=1.0, max=20.0)
+        lr: float = param(min=0.0, max=1.0)
+        max_steps: int = param(min=1)
+        batch_size: int = param(min=1)
+        eval_every: int = param(min=1)
+
+    class CausalLM(Section):  # continued next-token training, AdamW
+        lr: float = param(min=0.0, max=1.0)
+        max_steps: int = param(min=1)
+        batch_size: int = param(min=1)
+        eval_every: int = param(min=1)
+        train_layers: int | None = param(min=1, help="top layers trained; null = all")
+        freeze_embeddings: bool = param(help="the vocabulary's embeddings fixed")
+
     class Standin(Section):
         vocab_size: int = param(min=200, max=64000)
         d_model: int = param(min=16, max=1024)
         num_layers: int = param(min=1, max=24)
 
-    # a causal LM (default; not adapted), a T5 hub id (paper: t5-base /
-    # sonoisa/t5-base-japanese-v1.1) or tiny-random:t5 (test stand-in)
+    # a causal LM (default), a T5 hub id (paper: t5-base / sonoisa/t5-base-japanese-v1.1)
+    # or tiny-random:t5 (test stand-in); the config picks the path (t5 / causal_lm)
     model: dict[Lang, str]
-    enabled: bool = param(help="T5 only; false: save the base model unchanged")
-    noise_density: float = param(min=0.01, max=0.99)
-    mean_noise_span_length: float = param(min=1.0, max=20.0)
-    lr: float = param(min=0.0, max=1.0)
-    max_steps: int = param(min=1)
-    batch_size: int = param(min=1)
+    enabled: bool = param(help="false: the filler as it is (T5 saved, causal LM recorded)")
     max_length: int = param(min=4, max=1024, help="tokens per sentence")
-    eval_every: int = param(min=1)
     dev_sentences: int = param(min=1, help="held-out sentences for the dev loss")
     max_sentences: int | None = param(min=2, help="corpus sentences; null = all")
     threads: int | None = param(min=1, max=256, help="torch CPU threads")
+    t5: T5
+    causal_lm: CausalLM
     standin: Standin
 
 
@@ -135,11 +181,18 @@ class Corrupt(Section):
     chunk_batch_size: int = param(min=1)
     threads: int | None = param(min=1, max=256, help="torch CPU threads")
     shard_size: int = param(250, min=1, help="anchors per resumable shard")
+    unadapted: list[str] = param(help="negatives sets of the filler not adapted; [] = none")
+
+
+class PrepareDomain(Section):
+    # name -> input, as prepare_corpus.input (data/corpus/<name>.parquet, <name>_mix.parquet)
+    corpora: dict[str, PrepareCorpus.CorpusInput] = param(help="target-domain corpora")
+    max_sentences: int | None = param(None, min=1, help="sentences kept per corpus; null = all")
 
 
 class Evaluate(Section):
     # the encoders evaluated are the keys of train_contrastive.methods
-    tasks: list[str] = param(help="jobs: unsup_sts_<lang>, pi_<lang>, tasks")
+    tasks: list[str] = param(help="jobs: unsup_sts_<lang>, pi_<lang>, tasks", names=job_names)
     raw_dir: str
     seeds: list[int] = param(min=0, help="fine-tuning seeds")
     epochs: int | None = param(min=1, help="null: each task's paper value")
@@ -151,8 +204,11 @@ class Evaluate(Section):
     max_eval_pairs: int | None = param(min=1, help="unsup/PI cap; null = all")
     max_seq_length: int = param(min=8, max=4096)
     encode_batch_size: int = param(min=1)
-    dev_fraction: float = param(min=0.01, max=0.5, help="re-split: dev share")
-    test_fraction: float = param(min=0.01, max=0.5, help="re-split: test share")
+    missing_splits: Literal["resplit", "fail"] = param(
+        "resplit", help="a paper split file absent: re-split what exists, or stop"
+    )
+    dev_fraction: float = param(min=0.01, max=0.5, help="dev carved from train (and re-splits)")
+    test_fraction: float = param(min=0.01, max=0.5, help="re-split of a single split: test share")
 
 
 class Summary(Section):
@@ -175,6 +231,10 @@ class Roundtrip(Section):
     shard_size: int = param(min=1)
     max_new_tokens: int = param(min=1)
     length_ratio: float = param(min=0.1)
+
+
+class RoundtripBaselines(Section):
+    decodings: list[Literal["greedy"]] = param(help="roundtrip's sample decoded again: greedy")
 
 
 class TrainStsScorer(Section):
@@ -229,16 +289,27 @@ class GenerateParaphrases(Section):
 
 class TrainContrastive(Section):
     class Method(Section):
-        """One entry of train_contrastive.methods. Its other keys are the loss's own params,
-        checked by paracl.training.methods, which knows each loss."""
+        """One entry of train_contrastive.methods. Its other keys are shared training keys it
+        sets for itself (METHOD_SETTINGS, checked as the shared key is) and the loss's own
+        params, checked by paracl.training.methods, which knows each loss."""
 
         extra_keys: ClassVar[bool] = True
         input: str = param(help="the artifact it trains on (its DVC dep)")
-        loss: str = param(help="none, or a loss of paracl.training.losses")
+        loss: str = param(help="none, or a loss of paracl.training.losses", names=loss_names)
         data: str | None = param(None, help="with data: input is the encoder it continues from")
-        seed: int | None = param(None, min=0, help="overrides the top-level seed")
+        seeds: list[int] | None = param(None, min=0, help="one run each; null: shared seeds")
+        tags: str | None = param(None, help="generated paraphrases of this tag pair only")
+
+    class Run(Section):
+        """One entry of train_contrastive.runs, which `paracl expand` writes (expand_runs)."""
+
+        method: str
+        seed: int | None = param(min=0, help="null: the top-level seed")
+        input: str = param(help="its DVC dep (a continued run: the same seed's encoder)")
 
     methods: dict[str, Method] = param(help="method name -> its entry; evaluate scores each")
+    seeds: list[int] | None = param(None, min=0, help="seeds of a method without its own")
+    runs: dict[str, Run] = param(help="methods x seeds, written by `paracl expand`")
     base_model: str
     pooling: Literal["mean", "weighted_mean", "last", "cls", "cls_mlp"]
     dropout: float | None = param(
@@ -260,6 +331,9 @@ class TrainContrastive(Section):
     max_examples: int | None = param(min=2)
     freeze_embeddings: bool
     dev_max_pairs: int | None = param(min=2, help="seeded STS-dev sample")
+    prompt: str | None = param(
+        None, help="text put before every sentence (training, dev, saved encoder); null: none"
+    )
 
 
 class Params(Section):
@@ -269,6 +343,9 @@ class Params(Section):
     lang: Lang
     theta: float = param(min=0.0, max=1.0, help="keep paraphrase rules with p(d|s) >= theta")
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    precision: Literal["auto", "bf16", "fp16", "fp32"] = param(
+        "auto", help="autocast dtype (paracl.device); auto: bf16/fp16 on CUDA, fp32 elsewhere"
+    )
     executor: Literal["local", "ray"] = param("local", help="per-shard engine")
     ray_address: str | None = param(None, help="null: start a local Ray")
     workers: int = param(2, min=1, help="CPU stages: processes / Ray tasks in flight")
@@ -278,11 +355,14 @@ class Params(Section):
     prepare_corpus: PrepareCorpus
     ppdb_substitute: PpdbSubstitute
     rank_fluency: RankFluency
-    adapt_t5: AdaptT5
+    target_corpus: str = param(help="the corpus the filler adapts to and corrupt draws from")
+    prepare_domain: PrepareDomain
+    adapt_filler: AdaptFiller
     corrupt: Corrupt
     evaluate: Evaluate
     summary: Summary
     roundtrip: Roundtrip
+    roundtrip_baselines: RoundtripBaselines
     train_sts_scorer: TrainStsScorer
     tag: Tag
     train_paraphraser: TrainParaphraser
@@ -360,6 +440,9 @@ def _check(value: Any, tp: Any, meta: Mapping[str, Any], key: str) -> Any:
     if not ok or lo is not None and value < lo or hi is not None and value > hi:
         got = "null" if value is None else repr(value)
         raise ParamsError(f"'{key}' must be {_describe(tp, meta, nullable)}, got {got}")
+    names = meta.get("names")
+    if names is not None and value not in (known := list(names())):
+        raise ParamsError(f"'{key}': unknown name {value!r} (known: {', '.join(known)})")
     return value
 
 
@@ -386,6 +469,120 @@ def validate(values: dict, schema: type[Section] | Keys = Params) -> dict:
     if not isinstance(values, dict):
         raise ParamsError("params must be a mapping of sections")
     return _check_keys(values, _keys(schema) if is_dataclass(schema) else schema, "", schema)
+
+
+# -- train_contrastive: a method's own settings, and its runs (methods x seeds) -------
+
+# Shared training keys a method entry may set for itself, checked as the shared key is.
+METHOD_SETTINGS = (
+    "lr",
+    "batch_size",
+    "epochs",
+    "patience",
+    "max_seq_length",
+    "freeze_embeddings",
+    "pooling",
+)
+ENCODERS = "models/encoders/"  # dvc.yaml: train_contrastive@<run> writes ENCODERS + <run>
+EXPAND = "paracl expand"  # the command that rewrites train_contrastive.runs
+
+
+def method_settings(name: str, entry: dict) -> dict:
+    """The shared keys `train_contrastive.methods.<name>` sets for itself, checked with the
+    shared key's own type and range (one declaration: TrainContrastive's field)."""
+    shared = {f.name: f for f in fields(TrainContrastive)}
+    where = f"train_contrastive.methods.{name}."
+    return {
+        key: _check(entry[key], shared[key].type, shared[key].metadata, where + key)
+        for key in METHOD_SETTINGS
+        if key in entry
+    }
+
+
+def _method_seeds(name: str, entry: dict, shared: list[int] | None) -> list[int | None]:
+    """A method's training seeds: its own `seeds`, else train_contrastive.seeds, else
+    [None] (one run with the top-level seed). `none` trains nothing: one run."""
+    where = f"train_contrastive.methods.{name}"
+    if "seed" in entry:
+        raise ParamsError(f"'{where}.seed' was replaced by seeds: [{entry['seed']}]")
+    own = entry.get("seeds")
+    if entry.get("loss") == "none":
+        if own is not None:
+            raise ParamsError(f"'{where}.seeds': loss none trains nothing (every seed is alike)")
+        return [None]
+    seeds = own if own is not None else shared
+    if seeds is not None and (not seeds or len(set(seeds)) != len(seeds)):
+        key = f"{where}.seeds" if own is not None else "train_contrastive.seeds"
+        raise ParamsError(f"'{key}' must list distinct seeds, got {seeds}")
+    return [None] if seeds is None else list(seeds)
+
+
+def _run_name(method: str, seed: int | None, seeds: list) -> str:
+    """A method with one seed keeps its name (models/encoders/ppdb); several: ppdb_s1, …"""
+    return method if len(seeds) == 1 else f"{method}_s{seed}"
+
+
+def expand_runs(tc: dict) -> dict[str, dict]:
+    """train_contrastive.runs as `paracl expand` writes it: one run per method and seed,
+    {run name: {method, seed, input}}. `input` is the run's DVC dep: the method's input,
+    or, for a method that continues from another's encoder (`data` set, input
+    models/encoders/<method>), that method's run of the same seed.
+
+    Why written into params.yaml: dvc.yaml's foreach cannot compute a product, a name or
+    the encoder of the same seed, so DVC reads the runs and every stage checks them."""
+    methods = tc["methods"]
+    seeds = {name: _method_seeds(name, entry, tc.get("seeds")) for name, entry in methods.items()}
+    runs: dict[str, dict] = {}
+    for name, entry in methods.items():
+        parent = str(entry["input"]).rstrip("/").removeprefix(ENCODERS)
+        continued = entry.get("data") is not None and parent in seeds
+        for seed in seeds[name]:
+            run = _run_name(name, seed, seeds[name])
+            if run in runs:
+                raise ParamsError(
+                    f"train_contrastive.methods: {name}'s run {run!r} is another method's "
+                    "run name too: rename one"
+                )
+            path = entry["input"]
+            if continued:
+                if seed not in seeds[parent]:
+                    which = "the top-level seed" if seed is None else f"seed {seed}"
+                    raise ParamsError(
+                        f"'train_contrastive.methods.{name}': its run with {which} continues "
+                        f"from {parent}'s, which {parent} does not train (seeds: "
+                        f"{'the top-level seed' if seeds[parent] == [None] else seeds[parent]})"
+                    )
+                path = ENCODERS + _run_name(parent, seed, seeds[parent])
+            runs[run] = {"method": name, "seed": seed, "input": path}
+    return runs
+
+
+def check_train_contrastive(values: dict) -> None:
+    """Every method's own settings, and train_contrastive.runs as expand_runs writes it:
+    a stale one would make DVC run other runs than the methods say, so it is refused."""
+    tc = values["train_contrastive"]
+    for name, entry in tc["methods"].items():
+        method_settings(name, entry)
+    want, have = expand_runs(tc), tc["runs"]
+    if list(want.items()) != list(have.items()):
+        differs = [n for n in want if have.get(n) != want[n]]
+        extra = [n for n in have if n not in want]
+        what = (
+            f"{differs[0]} {'differs' if differs[0] in have else 'is missing'}"
+            if differs
+            else (f"{extra[0]} is no method's run" if extra else "its order differs")
+        )
+        raise ParamsError(
+            f"'train_contrastive.runs' is out of date with train_contrastive.methods and seeds "
+            f"({what}): run `{EXPAND}` to rewrite it"
+        )
+
+
+def with_runs(values: dict) -> dict:
+    """`values` with train_contrastive.runs rewritten from its methods and seeds, as
+    `paracl expand` rewrites params.yaml (for params built in code)."""
+    tc = values["train_contrastive"]
+    return {**values, "train_contrastive": {**tc, "runs": expand_runs(tc)}}
 
 
 def _yaml_problem(path: Path, err: yaml.YAMLError) -> str:
@@ -420,6 +617,8 @@ def load_params(path: str | Path = "params.yaml") -> dict:
     except yaml.YAMLError as err:
         raise ParamsError(_yaml_problem(path, err)) from None
     try:
-        return validate(values)
+        checked = validate(values)
+        check_train_contrastive(checked)
     except ParamsError as err:
         raise ParamsError(f"{path}: {err}") from None
+    return checked

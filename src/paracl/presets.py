@@ -8,6 +8,12 @@ validated with `paracl.params.validate` first; an invalid result writes nothing.
 
     paracl preset paper-en --dry-run     # list the keys that would change
     paracl preset paper-en               # rewrite params.yaml, then `dvc repro` / `dvc exp run`
+    paracl expand                        # rewrite train_contrastive.runs after editing methods
+
+train_contrastive.runs (methods x seeds, which DVC's foreach reads) follows the merged
+methods: applying a preset rewrites it, so a preset adds or removes a method in one line
+and gives its seeds once (`seeds: [1, 2, 3]`). After editing methods or seeds by hand,
+`paracl expand` rewrites it; every stage refuses a stale one (paracl.params.expand_runs).
 
 Why in place rather than a second params file: `dvc exp run`, `dvc params diff` and every
 stage read params.yaml, so one file stays the single record of what a run used.
@@ -25,9 +31,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from paracl.params import ParamsError, validate
+from paracl.params import ParamsError, check_train_contrastive, validate, with_runs
 
 PRESETS_DIR = Path("presets")
+RUNS = "train_contrastive.runs"
 
 
 def _yaml():
@@ -171,29 +178,94 @@ def apply_preset(
     Validation runs on the merged result before anything is written: an invalid preset
     raises ParamsError (naming the key) and leaves params.yaml untouched.
     """
-    from paracl.io import atomic_path
-
     params_path = Path(params_path)
     if not params_path.is_file():
         raise ParamsError(f"{params_path}: file not found")
     y = _yaml()
-    doc = y.load(params_path.read_text(encoding="utf-8"))
+    original = params_path.read_text(encoding="utf-8")
+    doc = y.load(original)
     try:
-        validate(deep_merge(_plain(doc), preset))
+        merged = _checked(deep_merge(_plain(doc), preset))
     except ParamsError as err:
         raise ParamsError(f"{params_path} + preset: {err}") from None
-    changed = changes(doc, preset)
+    changed = changes(doc, preset) + _runs_change(doc, merged)
     if dry_run or not changed:
         return changed
-    original = params_path.read_text(encoding="utf-8")
     _merge_into(doc, preset)
+    _set_runs(doc, merged["train_contrastive"]["runs"])
+    _write(y, doc, original, {key.split(".")[0] for key, _, _ in changed}, params_path)
+    return changed
+
+
+def merge_preset(params: dict, preset: dict) -> dict:
+    """`preset` deep-merged into `params`, with train_contrastive.runs rewritten from the
+    merged methods and seeds: what `paracl preset` writes (plain data)."""
+    return with_runs(deep_merge(params, preset))
+
+
+def expand(params_path: str | Path = "params.yaml", dry_run: bool = False) -> list:
+    """Rewrite params.yaml's train_contrastive.runs from its methods and seeds (`paracl
+    expand`); return the change ([] when it was up to date). Validated before writing."""
+    params_path = Path(params_path)
+    if not params_path.is_file():
+        raise ParamsError(f"{params_path}: file not found")
+    y = _yaml()
+    original = params_path.read_text(encoding="utf-8")
+    doc = y.load(original)
+    try:
+        merged = _checked(_plain(doc))
+    except ParamsError as err:
+        raise ParamsError(f"{params_path}: {err}") from None
+    changed = _runs_change(doc, merged)
+    if changed and not dry_run:
+        _set_runs(doc, merged["train_contrastive"]["runs"])
+        _write(y, doc, original, {"train_contrastive"}, params_path)
+    return changed
+
+
+def _checked(values: dict) -> dict:
+    """`values` validated (ParamsError names the first bad key), their runs rewritten from
+    the checked methods and seeds, and the methods' own settings checked."""
+    tc = values.get("train_contrastive")
+    if isinstance(tc, dict):  # the runs are rewritten below: an old list is not checked
+        values = {**values, "train_contrastive": {**tc, "runs": {}}}
+    checked = with_runs(validate(values))
+    check_train_contrastive(checked)
+    return checked
+
+
+def _runs_change(doc, merged: dict) -> list[tuple[str, Any, Any]]:
+    """The runs' names before and after, where the runs change."""
+    old = _plain(doc.get("train_contrastive", {}).get("runs")) or {}
+    new = merged["train_contrastive"]["runs"]
+    return [] if list(old.items()) == list(new.items()) else [(RUNS, list(old), list(new))]
+
+
+def _set_runs(doc, runs: dict) -> None:
+    """train_contrastive.runs of the ruamel document, rewritten in place (one flow mapping a
+    run; the key keeps its place and comments)."""
+    from ruamel.yaml.comments import CommentedMap
+
+    tc = doc["train_contrastive"]
+    if not isinstance(tc.get("runs"), CommentedMap):
+        at = list(tc).index("methods") + 1 if "methods" in tc else len(tc)
+        tc.insert(at, "runs", CommentedMap())
+    node = tc["runs"]
+    for name in list(node):
+        del node[name]
+    for name, run in runs.items():
+        node[name] = _flow(run)
+
+
+def _write(y, doc, original: str, touched: set[str], params_path: Path) -> None:
+    """Dump `doc` over params_path atomically, sections outside `touched` byte for byte."""
+    from paracl.io import atomic_path
+
     buf = io.StringIO()
     y.dump(doc, buf)
-    touched = {key.split(".")[0] for key, _, _ in changed}
     text = _keep_untouched(original, buf.getvalue(), touched)
     with atomic_path(params_path) as tmp:
         tmp.write_text(text, encoding="utf-8")
-    return changed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -221,6 +293,20 @@ def run_cli(args: argparse.Namespace) -> int:
         print(f"{key}: {old_text} -> {json.dumps(new, ensure_ascii=False)}")
     verb = "would change" if args.dry_run else "changed"
     print(f"{args.params}: {verb} {len(changed)} key(s) (preset {args.name})")
+    return 0
+
+
+def run_expand_cli(args: argparse.Namespace) -> int:
+    """`paracl expand [--params P] [--dry-run]`: rewrite train_contrastive.runs."""
+    try:
+        changed = expand(args.params, dry_run=args.dry_run)
+    except ParamsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    for key, old, new in changed:
+        print(f"{key}: {', '.join(old) or '(none)'} -> {', '.join(new)}")
+    verb = "would be rewritten" if args.dry_run else "rewritten"
+    print(f"{args.params}: {RUNS} {verb if changed else 'is up to date'}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""A seeded sample of the corpus, streamed: what roundtrip, corrupt, adapt_t5 and
+"""A seeded sample of the corpus, streamed: what roundtrip, corrupt, adapt_filler and
 generate_paraphrases draw their `max_sentences` from.
 
 Why positions instead of `read_parquet(...).sample(...)`: the corpus may be far larger

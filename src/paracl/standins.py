@@ -1,10 +1,12 @@
 """Tiny random stand-ins for the seq2seq models whose weights this project cannot get offline.
 
 MT (Marian, FSMT), BART and T5 weights come only from the Hugging Face hub, which offline
-runs cannot reach, and no package on the registries this project can use ships any. So
-the default params name `tiny-random:<arch>` ids, built here on the fly: models of the
-real architecture with random weights under a fixed seed. They exercise every code path
-but produce noise (the T5 one is then trained on the corpus by adapt_t5), so every
+runs cannot reach, and no package on the registries this project can use ships any. The
+default params run real packaged causal LMs in those roles instead (gemma-3-270m, SmolLM2;
+`"stand_in": false, "paper_model": false` in their metrics); the tests and the paths that
+need a seq2seq model offline name `tiny-random:<arch>` ids, built here on the fly: models of
+the real architecture with random weights under a fixed seed. They exercise every code path
+but produce noise (the T5 one is then trained on the corpus by adapt_filler), so every
 metric of a run that used one says `"stand_in": true`. Any other id goes through
 paracl.models.resolve_model.
 
@@ -383,7 +385,7 @@ def build_standin_t5(
     num_layers: int = 2,
 ) -> dict:
     """Save a random T5 + a Unigram tokenizer trained on `texts` to out_dir; return its
-    description. It knows nothing until adapt_t5 trains it by span-corruption denoising."""
+    description. It knows nothing until adapt_filler trains it by span-corruption denoising."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 

@@ -7,31 +7,52 @@ Three formats, chosen by `prepare_corpus.input.<lang>.format`:
 - `wiki40b`: Wiki-40B's text format. `_START_ARTICLE_` is followed by the title line,
   `_START_SECTION_` by a heading (skipped: headings are not sentences),
   `_START_PARAGRAPH_` by one line of text in which `_NEWLINE_` separates paragraphs.
-  Each article is a document: `<file>:<article number>`.
+  Either a `.txt` file of such articles (document `<file>:<article number>`) or the
+  Parquet files Hugging Face publishes (`google/wiki40b`: columns `wikidata_id`, `text`,
+  `version_id`; one article per row, its `text` in the marker format; document
+  `<file>:<wikidata_id>`). The title becomes the document's title (EBSIM needs it).
 - `jaquad`: JaQuAD's SQuAD-style JSON (`data[].title`, `data[].paragraphs[].context`).
   Each article is a document: `<file>:<article number>`.
 
-Why the care with bytes: a corpus dump may hold a stray undecodable line or be cut off
-mid-write (the mirrored wiki1m sample is). Such lines are counted in `ReadStats` and
-skipped, never silently kept half-decoded; a file in the wrong format raises
-`InputError` naming the file and line instead of producing garbage sentences.
+Why the care with bytes: a real crawl holds stray undecodable lines and lines with
+control characters, and a dump may be cut off mid-write (the mirrored wiki1m sample
+is). Such lines are skipped and counted in `ReadStats` (the stage metrics), never kept
+half-decoded, and the valid lines around them are kept. A file is refused as binary
+only when it really is: a known binary signature (gzip, zip, Parquet, ...), or most of
+its lines fail. A file in the wrong format raises `InputError` naming the file and
+line instead of producing garbage sentences.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pyarrow.parquet as pq
 
 from paracl.errors import InputError
 
 log = logging.getLogger(__name__)
 
 FORMATS = ("text", "wiki40b", "jaquad")
-SUFFIXES = {"text": ".txt", "wiki40b": ".txt", "jaquad": ".json"}
+SUFFIXES = {"text": (".txt",), "wiki40b": (".txt", ".parquet"), "jaquad": (".json",)}
 MAX_EXAMPLES = 5  # file:line examples kept per kind of skip, for the metrics
+SAMPLE_BYTES = 1 << 16  # the start of a file, judged before any work
+# C0 controls other than tab/newline/carriage return, and DEL: not text in a corpus line
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+SIGNATURES = {  # file starts that are never text
+    b"PAR1": "Parquet",
+    b"\x1f\x8b": "gzip",
+    b"PK\x03\x04": "zip",
+    b"BZh": "bzip2",
+    b"\xfd7zXZ\x00": "xz",
+    b"7z\xbc\xaf\x27\x1c": "7z",
+    b"\x28\xb5\x2f\xfd": "zstd",
+}
 
 START_ARTICLE = "_START_ARTICLE_"
 START_SECTION = "_START_SECTION_"
@@ -55,9 +76,12 @@ class ReadStats:
     files: int = 0
     documents: int = 0
     paragraphs: int = 0
+    lines: int = 0  # lines (or Parquet rows) seen in line-based files
     undecodable_lines: int = 0
+    control_char_lines: int = 0
     truncated_final_lines: int = 0
     undecodable_examples: list[str] = field(default_factory=list)
+    control_char_examples: list[str] = field(default_factory=list)
     truncated_examples: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -65,8 +89,11 @@ class ReadStats:
             "files": self.files,
             "documents": self.documents,
             "paragraphs": self.paragraphs,
+            "lines": self.lines,
             "undecodable_lines": self.undecodable_lines,
             "undecodable_examples": self.undecodable_examples,
+            "control_char_lines": self.control_char_lines,
+            "control_char_examples": self.control_char_examples,
             "truncated_final_lines": self.truncated_final_lines,
             "truncated_examples": self.truncated_examples,
         }
@@ -83,18 +110,60 @@ def input_files(source: str | Path, fmt: str) -> list[tuple[Path, str]]:
     if path.is_file():
         files = [(path, path.stem)]
     else:
-        suffix = SUFFIXES[fmt]
-        found = sorted(p for p in path.rglob(f"*{suffix}") if p.is_file())
+        suffixes = SUFFIXES[fmt]
+        found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in suffixes)
         files = [(p, p.relative_to(path).with_suffix("").as_posix()) for p in found]
         if not files:
-            raise InputError(f"{path}: directory holds no *{suffix} files for format {fmt!r}")
+            wanted = " or ".join(f"*{s}" for s in suffixes)
+            raise InputError(f"{path}: directory holds no {wanted} files for format {fmt!r}")
     for file, _ in files:
         if file.stat().st_size == 0:
             raise InputError(f"{file}: corpus input is empty")
-        with open(file, "rb") as f:
-            if b"\x00" in f.read(8192):  # Parquet, gzip, a model file, ...: not text
-                raise InputError(f"{file}: binary data, not a {fmt!r} corpus file")
+        _check_not_binary(file, fmt)
     return files
+
+
+def is_parquet(file: Path) -> bool:
+    with open(file, "rb") as f:
+        return f.read(4) == b"PAR1"
+
+
+def _check_not_binary(file: Path, fmt: str) -> None:
+    """Refuse a file that is not text: a binary signature, or (line formats) a start
+    where most lines are undecodable or hold control characters."""
+    with open(file, "rb") as f:
+        head = f.read(SAMPLE_BYTES)
+    if fmt == "wiki40b" and head.startswith(b"PAR1"):
+        return  # Hugging Face's Wiki-40B Parquet
+    kind = next((k for sig, k in SIGNATURES.items() if head.startswith(sig)), None)
+    if kind is not None:
+        hint = " (Wiki-40B Parquet: use format: wiki40b)" if kind == "Parquet" else ""
+        raise InputError(f"{file}: binary data ({kind}), not a {fmt!r} corpus file{hint}")
+    if fmt == "jaquad":
+        if b"\x00" in head:
+            raise InputError(f"{file}: binary data, not a {fmt!r} corpus file")
+        return
+    lines = head.split(b"\n")
+    if len(head) == SAMPLE_BYTES and len(lines) > 1:
+        lines = lines[:-1]  # the sample cut the last one
+    bad = sum(not _usable(line) for line in lines if line.strip())
+    total = sum(1 for line in lines if line.strip())
+    _refuse_if_mostly_bad(file, fmt, bad, total)
+
+
+def _usable(raw: bytes) -> bool:
+    try:
+        return not CONTROL.search(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return False
+
+
+def _refuse_if_mostly_bad(file: Path, fmt: str, bad: int, total: int) -> None:
+    if total and bad * 2 > total:
+        raise InputError(
+            f"{file}: binary data, not a {fmt!r} corpus file ({bad} of {total} lines are "
+            "undecodable or hold control characters)"
+        )
 
 
 def read_documents(source: str | Path, fmt: str, stats: ReadStats) -> Iterator[Document]:
@@ -111,7 +180,7 @@ def read_documents(source: str | Path, fmt: str, stats: ReadStats) -> Iterator[D
             raise InputError(f"{file}: no text could be read from this file (format {fmt!r})")
 
 
-def _decoded_lines(file: Path, stats: ReadStats) -> Iterator[tuple[int, str]]:
+def _decoded_lines(file: Path, stats: ReadStats, fmt: str) -> Iterator[tuple[int, str]]:
     """(line number, text) of every complete, decodable line; skips are counted.
 
     A last line without its newline is what a cut-off copy leaves (the mirrored
@@ -122,19 +191,29 @@ def _decoded_lines(file: Path, stats: ReadStats) -> Iterator[tuple[int, str]]:
         if head.startswith((b"{", b"[")) and file.suffix.lower() == ".json":
             raise InputError(f"{file}: this is JSON, not text (use format: jaquad)")
         f.seek(0)
+        bad = total = 0
         for lineno, raw in enumerate(f, 1):
+            stats.lines += 1
             if not raw.endswith(b"\n"):
                 stats.truncated_final_lines += 1
                 _example(stats.truncated_examples, f"{file}:{lineno}")
                 log.warning("%s:%d: last line has no newline (cut off?); dropped", file, lineno)
                 continue
+            total += bool(raw.strip())
             try:
-                text = raw.decode("utf-8")
+                text = raw.decode("utf-8").rstrip("\r\n").lstrip("\ufeff")
             except UnicodeDecodeError:
+                bad += 1
                 stats.undecodable_lines += 1
                 _example(stats.undecodable_examples, f"{file}:{lineno}")
                 continue
-            yield lineno, text.rstrip("\r\n").lstrip("\ufeff")
+            if CONTROL.search(text):
+                bad += 1
+                stats.control_char_lines += 1
+                _example(stats.control_char_examples, f"{file}:{lineno}")
+                continue
+            yield lineno, text
+    _refuse_if_mostly_bad(file, fmt, bad, total)
 
 
 def _example(examples: list[str], where: str) -> None:
@@ -143,7 +222,7 @@ def _example(examples: list[str], where: str) -> None:
 
 
 def _read_text(file: Path, prefix: str, stats: ReadStats) -> Iterator[Document]:
-    for lineno, line in _decoded_lines(file, stats):
+    for lineno, line in _decoded_lines(file, stats, "text"):
         text = line.strip()
         if not text:
             continue
@@ -156,41 +235,78 @@ def _read_text(file: Path, prefix: str, stats: ReadStats) -> Iterator[Document]:
 
 
 def _read_wiki40b(file: Path, prefix: str, stats: ReadStats) -> Iterator[Document]:
-    doc: Document | None = None
+    if is_parquet(file):
+        yield from _read_wiki40b_parquet(file, prefix, stats)
+        return
+    lines = ((f"{file}:{n}", line) for n, line in _decoded_lines(file, stats, "wiki40b"))
+    for n, (title, paragraphs) in enumerate(_wiki40b_articles(lines)):
+        yield Document(f"{prefix}:{n}", title, paragraphs)
+
+
+def _read_wiki40b_parquet(file: Path, prefix: str, stats: ReadStats) -> Iterator[Document]:
+    """One article per row of Hugging Face's google/wiki40b Parquet (`text` in the
+    marker format, `wikidata_id` naming the article)."""
+    try:
+        pf = pq.ParquetFile(file)
+    except Exception as err:  # pyarrow raises several types for a damaged file
+        raise InputError(f"{file}: not a readable Parquet file ({err})") from None
+    names = pf.schema_arrow.names
+    if "text" not in names:
+        raise InputError(f"{file}: not Wiki-40B Parquet: no 'text' column (has: {names})")
+    columns = ["text"] + (["wikidata_id"] if "wikidata_id" in names else [])
+    row = 0
+    for batch in pf.iter_batches(batch_size=512, columns=columns):
+        data = batch.to_pydict()
+        ids = data.get("wikidata_id", [None] * batch.num_rows)
+        for text, wikidata_id in zip(data["text"], ids, strict=True):
+            where = f"{file}: row {row}"
+            row += 1
+            stats.lines += 1
+            if not text or not text.strip():
+                stats.undecodable_lines += 1
+                _example(stats.undecodable_examples, where)
+                continue
+            lines = ((f"{where} line {n}", ln) for n, ln in enumerate(text.split("\n"), 1))
+            articles = list(_wiki40b_articles(lines))
+            if len(articles) != 1:
+                raise InputError(f"{where}: {len(articles)} articles in one row, expected 1")
+            title, paragraphs = articles[0]
+            yield Document(f"{prefix}:{wikidata_id or row - 1}", title, paragraphs)
+
+
+def _wiki40b_articles(lines: Iterable[tuple[str, str]]) -> Iterator[tuple[str, list[str]]]:
+    """(title, paragraphs) of each article in marker-format lines ((where, text) pairs)."""
+    article: tuple[str, list[str]] | None = None
     expect = None  # the marker whose content line comes next
-    n_articles = 0
-    for lineno, line in _decoded_lines(file, stats):
+    for where, line in lines:
         text = line.strip()
         if not text:
             continue
         if text in (START_ARTICLE, START_SECTION, START_PARAGRAPH):
             if expect is not None:
-                raise InputError(f"{file}:{lineno}: {text} where the line after {expect} belongs")
+                raise InputError(f"{where}: {text} where the line after {expect} belongs")
             if text == START_ARTICLE:
-                if doc is not None:
-                    yield doc
-                doc = Document(f"{prefix}:{n_articles}", "", [])
-                n_articles += 1
-            elif doc is None:
-                raise InputError(f"{file}:{lineno}: {text} before any {START_ARTICLE}")
+                if article is not None:
+                    yield article
+                article = ("", [])
+            elif article is None:
+                raise InputError(f"{where}: {text} before any {START_ARTICLE}")
             expect = text
             continue
-        if doc is None:
+        if article is None:
             raise InputError(
-                f"{file}:{lineno}: not Wiki-40B text format: expected {START_ARTICLE} "
+                f"{where}: not Wiki-40B text format: expected {START_ARTICLE} "
                 f"first, got {text[:60]!r}"
             )
         if expect == START_ARTICLE:
-            doc.title = text
+            article = (text, article[1])
         elif expect == START_PARAGRAPH:
-            doc.paragraphs.extend(p.strip() for p in text.split(NEWLINE) if p.strip())
+            article[1].extend(p.strip() for p in text.split(NEWLINE) if p.strip())
         elif expect is None:
-            raise InputError(
-                f"{file}:{lineno}: text outside a paragraph (expected a _START_..._ marker)"
-            )
+            raise InputError(f"{where}: text outside a paragraph (expected a _START_..._ marker)")
         expect = None
-    if doc is not None:
-        yield doc
+    if article is not None:
+        yield article
 
 
 def _read_jaquad(file: Path, prefix: str, stats: ReadStats) -> Iterator[Document]:

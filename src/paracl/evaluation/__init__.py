@@ -3,10 +3,15 @@
 - `metrics`: correlations, F1, accuracy, MCC, retrieval (MRR/MAP/P@k), alignment and
   uniformity, the dev-chosen cosine threshold;
 - `readers`: one reader per dataset file format (quirks of the mirror handled);
-- `tasks`: the task registry (files, splits, labels, metric, paper hyper-parameters)
-  and the seeded, documented re-split where a split is missing offline;
+  `jcse_readers`: the JCSE authors' evaluation data (JACSTS, QAbot pools);
+- `tasks`: the task registry (files, the papers' splits, labels, metric, paper
+  hyper-parameters), the seeded re-split where a split is missing offline, and JOBS,
+  every name `evaluate.tasks` accepts (checked when params load);
+- `sample`: the one seeded, stratified evaluation sample (never the first N rows);
 - `encoder`: load an encoder dir; embed each unique sentence once (cache);
-- `unsup_sts`, `paraphrase_id`, `finetune`: one evaluator per file;
+- `unsup_sts`, `paraphrase_id`, `finetune`, `retrieval` (QAbot question retrieval): one
+  evaluator per file;
 - `jobs`: what one `evaluate` stage run does for a (method, task) pair;
-- `summary`: the Table-3-style table over methods × tasks.
+- `summary`: the Table-3-style table over methods × tasks;
+- `theta_curve`: the θ sweep of PPDB Figure 2 from `dvc exp show`.
 """

@@ -71,15 +71,19 @@ def load_encoder(encoder_dir: str | Path, device: torch.device):
     """`SentenceTransformer(encoder_dir)` exactly as a user loads it (a plain transformers
     dir gets mean pooling). Nothing is re-configured, max_seq_length included: the
     embedding tasks score the encoder that was saved (train_contrastive saves its
-    inference length; evaluate.max_seq_length is for the fine-tuning tasks only)."""
+    inference length; evaluate.max_seq_length is for the fine-tuning tasks only).
+    Sentences are read as plain text, never through a chat template: a no-op for what
+    train_contrastive saves (it pins that), a fix for a folder saved without it."""
     from sentence_transformers import SentenceTransformer
+
+    from paracl.training.encoder import plain_text
 
     encoder_dir = Path(encoder_dir)
     if not encoder_dir.is_dir():
         raise FileNotFoundError(
             f"{encoder_dir}: encoder not found (did train_contrastive write it?)"
         )
-    model = SentenceTransformer(str(encoder_dir), device=str(device))
+    model = plain_text(SentenceTransformer(str(encoder_dir), device=str(device)), encoder_dir)
     model.eval()
     return model
 

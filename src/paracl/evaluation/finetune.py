@@ -5,7 +5,8 @@ encoder's transformer gets a classification or regression head on [CLS] over the
 concatenated pair (`[CLS] s1 [SEP] s2 [SEP]`) via transformers'
 AutoModelForSequenceClassification (a causal LM's head reads the pair's last token); AdamW with linear warm-up/decay; the dev score is
 checked after every epoch, the best epoch's weights are kept and training stops after
-`patience` epochs without a dev gain. Each seed is a separate run from the same encoder;
+`patience` epochs without a dev gain. Mixed precision follows `precision` (paracl.device;
+fp16 scales the loss so that small gradients do not underflow). Each seed is a separate run from the same encoder;
 the result reports each seed's scores, their mean / std / median, and (as the
 round-trip paper does) the test score of the seed whose dev score is the median.
 """
@@ -27,7 +28,15 @@ from transformers import (
     get_linear_schedule_with_warmup,
 )
 
-from paracl.device import adamw, autocast, seed_everything
+from paracl.device import (
+    DEFAULT_PRECISION,
+    adamw,
+    autocast,
+    backward,
+    grad_scaler,
+    optimizer_step,
+    seed_everything,
+)
 from paracl.errors import InputError
 from paracl.evaluation.encoder import transformer_dir
 from paracl.evaluation.metrics import METRICS, summarize_seeds
@@ -46,6 +55,7 @@ class FinetuneConfig:
     warmup_ratio: float = 0.1
     weight_decay: float = 0.01
     eval_batch_size: int = 64
+    precision: str = DEFAULT_PRECISION  # auto | bf16 | fp16 | fp32 (paracl.device)
 
 
 def _targets(df: pd.DataFrame, data: TaskData, split: str) -> torch.Tensor:
@@ -80,7 +90,7 @@ def predict(model, tokenizer, df: pd.DataFrame, cfg: FinetuneConfig, device, reg
     order = np.argsort(lengths, kind="stable")
     out = np.empty(len(df), dtype=np.float64 if regression else np.int64)
     model.eval()
-    with torch.inference_mode(), autocast(device):
+    with torch.inference_mode(), autocast(device, cfg.precision):
         for start in range(0, len(df), cfg.eval_batch_size):
             idx = order[start : start + cfg.eval_batch_size]
             enc = _encode(tokenizer, df, idx, cfg.max_length).to(device)
@@ -98,6 +108,25 @@ def report_metrics(data: TaskData) -> list[str]:
     """The task's primary metric first, then the usual companions."""
     extra = ["spearman", "pearson"] if data.task.kind == "regression" else ["accuracy", "macro_f1"]
     return [data.task.metric] + [m for m in extra if m != data.task.metric]
+
+
+def train_step(
+    model,
+    tokenizer,
+    data: TaskData,
+    idx,
+    targets: torch.Tensor,
+    cfg: FinetuneConfig,
+    device,
+    scaler: torch.amp.GradScaler,
+) -> float:
+    """Forward and (scaled) backward of the training rows `idx`; returns their mean loss.
+    The optimiser step (unscale, clip at 1.0, step) is the caller's."""
+    enc = _encode(tokenizer, data.train, idx, cfg.max_length).to(device)
+    with autocast(device, cfg.precision):
+        out = model(**enc, labels=targets[idx].to(device))
+    backward(out.loss, scaler)
+    return float(out.loss.detach())
 
 
 def finetune_once(
@@ -130,6 +159,7 @@ def finetune_once(
          "weight_decay": 0.0},
     ]  # fmt: skip
     optimizer = adamw(groups, lr=cfg.lr)
+    scaler = grad_scaler(device, precision=cfg.precision)
     steps_per_epoch = math.ceil(len(data.train) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
@@ -144,15 +174,11 @@ def finetune_once(
                    leave=False, disable=None)  # fmt: skip
         for start in bar:
             idx = perm[start : start + cfg.batch_size]
-            enc = _encode(tokenizer, data.train, idx, cfg.max_length).to(device)
-            with autocast(device):
-                out = model(**enc, labels=y_train[idx].to(device))
-            out.loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
+            loss = train_step(model, tokenizer, data, idx, y_train, cfg, device, scaler)
+            optimizer_step(optimizer, scaler, list(model.parameters()), max_norm=1.0)
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
-            running += float(out.loss.detach()) * len(idx)
+            running += loss * len(idx)
         losses.append(running / len(perm))
         dev_pred = predict(model, tokenizer, data.dev, cfg, device, regression)
         dev = _score(data, data.dev, dev_pred, [primary])[primary]

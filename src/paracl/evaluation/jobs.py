@@ -1,7 +1,8 @@
 """One evaluation job: score one encoder on one task, as the `evaluate` stage runs it.
 
 Jobs are named by task: `unsup_sts_en` / `unsup_sts_ja` (cosine STS, no training),
-`pi_en` / `pi_ja` (cosine-threshold paraphrase identification), or any fine-tuning task
+`pi_en` / `pi_ja` (cosine-threshold paraphrase identification), JCSE's domain tasks
+`jacsts` (clinical STS, cosine) and `qabot` (question retrieval), or any fine-tuning task
 of the registry (`stsb`, `sicke`, `jnli`, …). The result is one JSON-able dict whose
 top-level `score` (and `score_std`) is what the summary table shows.
 """
@@ -16,38 +17,47 @@ import numpy as np
 
 from paracl.evaluation.encoder import EmbeddingCache, describe_encoder, load_encoder
 from paracl.evaluation.finetune import FinetuneConfig, finetune_task
+from paracl.evaluation.jcse_readers import read_qabot
 from paracl.evaluation.paraphrase_id import PI_SETS, evaluate_pi
-from paracl.evaluation.tasks import TASKS, TaskData, TaskUnavailable, get_task, load_task
-from paracl.evaluation.unsup_sts import evaluate_unsup_sts, sts_sets
+from paracl.evaluation.retrieval import MAX_LENGTH, TITLES, evaluate_qabot
+from paracl.evaluation.sample import sample_rows
+from paracl.evaluation.tasks import (  # the job registry lives with the task registry
+    JOBS,
+    PI,
+    UNSUP,
+    TaskData,
+    TaskUnavailable,
+    get_task,
+    job_info,
+    load_task,
+)
+from paracl.evaluation.unsup_sts import evaluate_unsup_sts, jacsts_sets, sts_sets
 
 log = logging.getLogger(__name__)
 
-UNSUP = {"unsup_sts_en": "en", "unsup_sts_ja": "ja"}
-PI = {"pi_en": "en", "pi_ja": "ja"}
-JOBS = (*UNSUP, *PI, *TASKS)
+__all__ = ["JOBS", "PI", "UNSUP", "job_info", "run_job"]
 
 
-def job_info(name: str) -> dict:
-    """Kind, language, metric and column title of a job (for the summary table)."""
-    if name in UNSUP:
-        return {"kind": "unsup_sts", "lang": UNSUP[name], "metric": "spearman",
-                "title": "STS avg (unsup.)", "group": "Unsupervised"}  # fmt: skip
-    if name in PI:
-        return {"kind": "pi", "lang": PI[name], "metric": "accuracy",
-                "title": "PI acc (cosine)", "group": "Unsupervised"}  # fmt: skip
-    t = get_task(name)
-    return {"kind": "finetune", "lang": t.lang, "metric": t.metric, "title": t.title,
-            "group": t.group}  # fmt: skip
-
-
-def _cap(data: TaskData, max_train: int | None, max_dev: int | None, seed: int) -> TaskData:
-    """A seeded sample of train/dev (same for every method and fine-tuning seed)."""
+def _cap(data: TaskData, max_train: int | None, max_dev: int | None, seed: int) -> dict:
+    """A seeded sample of train/dev (same for every method and fine-tuning seed),
+    stratified by label for classes and by genre where a set has one; the records."""
+    records = {}
+    by = "label" if data.task.kind == "classification" else None
     for split, cap in (("train", max_train), ("dev", max_dev)):
         df = getattr(data, split)
-        if cap is not None and len(df) > cap:
-            setattr(data, split, df.sample(n=cap, random_state=seed).reset_index(drop=True))
+        strata = by or ("genre" if "genre" in df.columns else None)
+        sample, records[split] = sample_rows(df, cap, seed, strata)
+        if len(sample) < len(df):
+            setattr(data, split, sample)
             data.provenance[split] += f"; capped to a seeded sample of {cap}"
-    return data
+    return records
+
+
+def _load(task: str, cfg: dict, seed: int) -> TaskData:
+    return load_task(
+        task, cfg["raw_dir"], seed, cfg["dev_fraction"], cfg["test_fraction"],
+        cfg["missing_splits"],
+    )  # fmt: skip
 
 
 def run_job(
@@ -61,69 +71,115 @@ def run_job(
 ):
     """Evaluate encoder `encoder_dir` (trained by `method`) on job `task`.
 
-    `train_metrics` is the training stage's metrics file for this method, read only to
-    name the base model that ran.
+    `seed` draws every sample of the job (the same for every method); `train_metrics`
+    is the training stage's metrics file for this method, read only to name the base
+    model that ran.
     """
     if task not in JOBS:
         raise KeyError(f"unknown evaluation task {task!r} (known: {', '.join(JOBS)})")
     info = job_info(task)
     encoder = describe_encoder(encoder_dir, train_metrics)
     result = {"method": method, "task": task, **info, "encoder": encoder}
-    raw = cfg["raw_dir"]
+    kinds = {"unsup_sts": _unsup_sts, "pi": _pi, "domain_sts": _jacsts, "retrieval": _qabot}
+    run = kinds.get(info["kind"], _finetune)
     try:
-        if info["kind"] == "unsup_sts":
-            sets = sts_sets(info["lang"], raw)
-            cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
-            out = evaluate_unsup_sts(cache, sets, cfg["max_eval_pairs"])
-            scores = {k: round(v["spearman"], 2) for k, v in out["sets"].items()}
-            speed = cache.speed()["sentences_per_second"]
-            log.info("unsup STS: %s (%.0f sentences/s)", scores, speed)
-            result.update(out, score=out["avg_spearman"], score_std=0.0, official_split=True,
-                          split_note="official test splits of every set")  # fmt: skip
-        elif info["kind"] == "pi":
-            cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
-            sets = {}
-            for name in PI_SETS[info["lang"]]:
-                data = load_task(name, raw, seed, cfg["dev_fraction"], cfg["test_fraction"])
-                sets[name] = evaluate_pi(cache, data, cfg["max_eval_pairs"])
-            result.update(
-                sets=sets,
-                score=float(np.mean([s["accuracy"] for s in sets.values()])),
-                score_std=0.0,
-                official_split=all(s["official_split"] for s in sets.values()),
-                split_note="; ".join(f"{k}: test = {v['provenance']['test']}"
-                                     for k, v in sets.items()),
-            )  # fmt: skip
-        else:
-            t = get_task(task)
-            data = load_task(t, raw, seed, cfg["dev_fraction"], cfg["test_fraction"])
-            data = _cap(data, cfg["max_train"], cfg["max_dev"], seed)
-            ft = FinetuneConfig(
-                epochs=cfg["epochs"] or t.epochs,
-                lr=cfg["lr"] or t.lr,
-                batch_size=cfg["batch_size"] or t.batch_size,
-                max_length=cfg["max_seq_length"],  # fine-tuning only; embedding tasks: as saved
-                patience=cfg["patience"],
-            )
-            out = finetune_task(encoder_dir, data, ft, cfg["seeds"], device)
-            paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size,
-                     "source": t.hp_source}  # fmt: skip
-            result.update(
-                out,
-                score=out["test"]["mean"],
-                score_std=out["test"]["std"],
-                dev_score=out["dev"]["mean"],
-                official_split=data.official_split,
-                provenance=data.provenance,
-                sizes=data.sizes(),
-                paper_hyperparameters=paper,
-                split_note="official splits" if data.official_split else "; ".join(
-                    f"{k}: {v}" for k, v in data.provenance.items()),
-            )  # fmt: skip
+        result.update(run(task, info["lang"], encoder_dir, cfg, seed, device))
     except TaskUnavailable as err:
         log.warning("skipped: %s", err)
         result.update(skipped=str(err), score=None, score_std=None, official_split=None)
     return _finite(result)
+
+
+def _sample_note(cfg: dict, seed: int) -> str:
+    cap = cfg["max_eval_pairs"]
+    if cap is None:
+        return "whole sets"
+    return f"a seeded sample of at most {cap} pairs per set (seed {seed}, stratified)"
+
+
+def _unsup_sts(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+    sets = sts_sets(lang, cfg["raw_dir"])
+    cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
+    out = evaluate_unsup_sts(cache, sets, cfg["max_eval_pairs"], seed)
+    scores = {k: round(v["spearman"], 2) for k, v in out["sets"].items()}
+    log.info("unsup STS: %s (%.0f sentences/s)", scores, cache.speed()["sentences_per_second"])
+    note = f"official test splits of every set; {_sample_note(cfg, seed)}"
+    return {**out, "score": out["avg_spearman"], "score_std": 0.0, "official_split": True,
+            "split_note": note}  # fmt: skip
+
+
+def _jacsts(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+    """JACSTS (JCSE Table 6): cosine STS on the test pairs, as unsup_sts; the dev pairs'
+    Spearman (`dev_score`) is the one to select a model or checkpoint by."""
+    cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
+    out = evaluate_unsup_sts(cache, jacsts_sets(cfg["raw_dir"]), cfg["max_eval_pairs"], seed)
+    out.pop("avg_spearman")  # of test and dev: not a number to report
+    test, dev = out["sets"]["test"], out["sets"]["dev"]
+    log.info("JACSTS: test %.2f, dev %.2f", test["spearman"], dev["spearman"])
+    note = f"the JCSE authors' dev/test split; {_sample_note(cfg, seed)}, by gold score"
+    return {**out, "score": test["spearman"], "score_std": 0.0, "dev_score": dev["spearman"],
+            "official_split": True, "split_note": note}  # fmt: skip
+
+
+def _qabot(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+    """QAbot (JCSE Table 6): retrieval in all 20 pools, texts cut to 64 tokens as the
+    authors' evaluator cuts them; `score` is MAP, `breakdown` Table 6's four metrics."""
+    model = load_encoder(encoder_dir, device)
+    model.max_seq_length = MAX_LENGTH
+    cache = EmbeddingCache(model, cfg["encode_batch_size"])
+    out = evaluate_qabot(cache, read_qabot(Path(cfg["raw_dir"]) / "jcse" / "QAbot"))
+    log.info("QAbot: %s (%.0f sentences/s)", out["metrics"], cache.speed()["sentences_per_second"])
+    breakdown = {TITLES[k]: v for k, v in out["metrics"].items()}
+    note = "the authors' 20 pools, whole (max_eval_pairs does not apply)"
+    return {**out, "score": out["metrics"]["map"], "score_std": 0.0, "breakdown": breakdown,
+            "official_split": True, "split_note": note}  # fmt: skip
+
+
+def _pi(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+    cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
+    sets = {
+        name: evaluate_pi(cache, _load(name, cfg, seed), cfg["max_eval_pairs"], seed)
+        for name in PI_SETS[lang]
+    }
+    tests = "; ".join(f"{k}: test = {v['provenance']['test']}" for k, v in sets.items())
+    return {
+        "sets": sets,
+        "score": float(np.mean([s["accuracy"] for s in sets.values()])),
+        "score_std": 0.0,
+        "official_split": all(s["official_split"] for s in sets.values()),
+        "split_note": f"{tests}; {_sample_note(cfg, seed)}",
+    }
+
+
+def _finetune(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+    t = get_task(task)
+    data = _load(task, cfg, seed)
+    samples = _cap(data, cfg["max_train"], cfg["max_dev"], seed)
+    ft = FinetuneConfig(
+        epochs=cfg["epochs"] or t.epochs,
+        lr=cfg["lr"] or t.lr,
+        batch_size=cfg["batch_size"] or t.batch_size,
+        max_length=cfg["max_seq_length"],  # fine-tuning only; embedding tasks: as saved
+        patience=cfg["patience"],
+        precision=cfg.get("precision", FinetuneConfig.precision),  # top-level, in by the stage
+    )
+    out = finetune_task(encoder_dir, data, ft, cfg["seeds"], device)
+    paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size, "source": t.hp_source}
+    note = "the paper's splits" if data.official_split else "; ".join(
+        f"{k}: {v}" for k, v in data.provenance.items())  # fmt: skip
+    return {
+        **out,
+        "score": out["test"]["mean"],
+        "score_std": out["test"]["std"],
+        "dev_score": out["dev"]["mean"],
+        "official_split": data.official_split,
+        "provenance": data.provenance,
+        "sizes": data.sizes(),
+        "paper_sizes": dict(zip(("train", "dev", "test"), t.paper_sizes or (), strict=False)),
+        "samples": samples,
+        "paper_hyperparameters": paper,
+        "split_note": note,
+    }
 
 
 def _finite(obj):

@@ -12,6 +12,7 @@ that is not UTF-8 text.
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,9 +73,10 @@ def _header_index(path: str | Path, needed: list[str]) -> dict[str, int]:
 
 
 def read_stsb(path: str | Path) -> pd.DataFrame:
-    """STS Benchmark: genre, file, year, id, score, s1, s2 [, extra source columns]."""
-    rows = [(p[5], p[6], _float(p[4], path, i)) for i, p in _fields(path, 7, header=False)]
-    return pd.DataFrame(rows, columns=COLUMNS)
+    """STS Benchmark: genre, file, year, id, score, s1, s2 [, extra source columns]; the
+    genre (main-captions, main-forum, main-news) is kept: evaluation samples by it."""
+    rows = [(p[5], p[6], _float(p[4], path, i), p[0]) for i, p in _fields(path, 7, header=False)]
+    return pd.DataFrame(rows, columns=[*COLUMNS, "genre"])
 
 
 def read_sts_pairs(path: str | Path) -> pd.DataFrame:
@@ -187,14 +189,43 @@ def read_jglue(path: str | Path) -> pd.DataFrame:
     return df
 
 
-def read_pawsx(path: str | Path) -> pd.DataFrame:
-    """PAWS-X (XTREME layout): s1, s2, label 0/1; no header."""
+UNTRANSLATED = "NS"  # PAWS-X's placeholder for a sentence that was not translated
+
+
+def _paws_rows(path: str | Path, fields: Iterator[tuple[int, list[str]]], at: tuple[int, ...]):
+    """(s1, s2, label) of PAWS lines; label 0/1 checked; untranslated (NS) pairs dropped,
+    as the PAWS-X README asks."""
     rows = []
-    for i, p in _fields(path, 3, header=False):
-        if p[2] not in ("0", "1"):
-            raise InputError(f"{path}:{i}: label {p[2]!r} is not 0 or 1")
-        rows.append((p[0], p[1], p[2]))
+    for i, p in fields:
+        s1, s2, label = (p[k] for k in at)
+        if label not in ("0", "1"):
+            raise InputError(f"{path}:{i}: label {label!r} is not 0 or 1")
+        if UNTRANSLATED not in (s1, s2):
+            rows.append((s1, s2, label))
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def read_pawsx(path: str | Path) -> pd.DataFrame:
+    """PAWS-X in the XTREME layout: s1, s2, label 0/1; no header. XTREME wrote it with
+    Python's csv writer, so a field holding `"` is quoted (and its quotes doubled)."""
+
+    def fields() -> Iterator[tuple[int, list[str]]]:
+        for i, line in _lines(path):
+            if line.strip():
+                p = next(csv.reader([line], delimiter="\t"))
+                if len(p) < 3:
+                    raise InputError(f"{path}:{i}: expected 3 tab-separated fields, got {len(p)}")
+                yield i, p
+
+    return _paws_rows(path, fields(), (0, 1, 2))
+
+
+def read_paws(path: str | Path) -> pd.DataFrame:
+    """PAWS-Wiki Labeled (Final) and PAWS-X as Google publishes them: header `id sentence1
+    sentence2 label`, tab-separated, no quoting."""
+    idx = _header_index(path, ["sentence1", "sentence2", "label"])
+    at = (idx["sentence1"], idx["sentence2"], idx["label"])
+    return _paws_rows(path, _fields(path, max(at) + 1, header=True), at)
 
 
 def read_mrpc(path: str | Path) -> pd.DataFrame:
@@ -249,8 +280,10 @@ def read_esci(path: str | Path, locale: str, split: str) -> pd.DataFrame:
     """Shopping Queries (ESCI) task 2: query × product title → E/S/C/I, 4 classes.
 
     `path` is shopping_queries_dataset_examples.parquet; the product titles come from
-    shopping_queries_dataset_products.parquet next to it. Only the `small_version`
-    (the task-2 subset) of one locale (us, es, jp) and one split (train, test) is kept.
+    shopping_queries_dataset_products.parquet next to it. One locale (us, es, jp) and one
+    split (train, test) of the large version: every row, not only `small_version == 1`
+    (Task 1's subset), as the PPDB paper's Tables 1 and 2 count them (us: 1,393,063
+    train = 1,254,438 + 138,625 dev, 425,762 test).
     """
     path = Path(path)
     products = path.with_name("shopping_queries_dataset_products.parquet")
@@ -258,10 +291,10 @@ def read_esci(path: str | Path, locale: str, split: str) -> pd.DataFrame:
         if not p.exists():
             raise InputError(f"{p}: not found (did the fetch stage run?)")
     ex = pd.read_parquet(path)
-    need = {"query", "product_id", "product_locale", "esci_label", "small_version", "split"}
+    need = {"query", "product_id", "product_locale", "esci_label", "split"}
     if not need <= set(ex.columns):
         raise InputError(f"{path}: lacks columns {sorted(need - set(ex.columns))}")
-    ex = ex[(ex["small_version"] == 1) & (ex["product_locale"] == locale) & (ex["split"] == split)]
+    ex = ex[(ex["product_locale"] == locale) & (ex["split"] == split)]
     pr = pd.read_parquet(products, columns=["product_id", "product_locale", "product_title"])
     df = ex.merge(pr, on=["product_id", "product_locale"], how="left")
     df = df.sort_values(["query", "product_id"], kind="stable").reset_index(drop=True)

@@ -7,8 +7,8 @@ deviation beside it, a dagger where the split is not the official one (a seeded
 re-split of what exists offline), and one line per method naming the base model that
 ran. Missing or skipped jobs show as "n/a" with the reason in a note.
 
-Seeds: entries of train_contrastive.methods that differ only in `seed` are one method
-trained with several seeds (`seed_groups`); they make one row whose cells are the mean
+Seeds: a method trained with several seeds is several runs of train_contrastive.runs,
+each naming its method (`run_groups`); they make one row whose cells are the mean
 ± standard deviation over those training seeds. Each row then also gets its difference
 to `none` on Avg. and a two-sided one-sample t-test of the per-seed differences (is the
 mean difference over seeds zero?). `none` trains nothing, so it has one value, and
@@ -23,7 +23,6 @@ is nothing to pair). A claim "holds" when p < 0.05 and the difference has the pa
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
@@ -43,38 +42,32 @@ CLAIMS = (
     ("PPDB Table 3: PPDB positives above supervised SimCSE", "ppdb", "simcse_sup"),
     ("JCSE: two-stage training above stage one alone", "jcse_two_stage", "jcse"),
     ("EBSIM Table 5: both aspects (RA + AA) above RA alone", "ebsim", "ebsim_no_aa"),
-)
+    # the domain presets (presets/jcse-*.yaml) name their methods so that these show there only
+    ("JCSE §3.2: negatives of the domain-adapted filler above the unadapted one's", "jcse",
+     "jcse_unadapted"),
+    ("JCSE Table 6: in-domain JCSE above SimCSE on Wikipedia", "jcse", "simcse_wiki"),
+    ("JCSE Table 6: SimCSE on Wikipedia + in-domain above Wikipedia alone",
+     "simcse_wiki_domain", "simcse_wiki"),
+)  # fmt: skip
 
 
-def load_results(metrics_dir: str | Path, methods: list[str], tasks: list[str]) -> dict:
-    """{method: {task: result dict or None}} from metrics/eval/<method>/<task>.json."""
+def load_results(metrics_dir: str | Path, runs: list[str], tasks: list[str]) -> dict:
+    """{run: {task: result dict or None}} from metrics/eval/<run>/<task>.json."""
     out: dict = {}
-    for m in methods:
-        out[m] = {}
+    for r in runs:
+        out[r] = {}
         for t in tasks:
-            path = Path(metrics_dir) / m / f"{t}.json"
-            out[m][t] = read_json(path) if path.exists() else None
+            path = Path(metrics_dir) / r / f"{t}.json"
+            out[r][t] = read_json(path) if path.exists() else None
     return out
 
 
-def seed_groups(methods: dict[str, dict]) -> dict[str, list[str]]:
-    """{row name: [entry names]}: entries that differ only in `seed` share a row, named
-    after the first of them (params order), e.g. {"ppdb": ["ppdb", "ppdb_s2", "ppdb_s3"]}.
-
-    An entry that continues from another's encoder (it has `data`; its `input` is that
-    encoder, as jcse_two_stage's `models/encoders/jcse_s2`) counts as continuing from
-    that encoder's row, so the seeds of a two-stage method group like the stage before."""
+def run_groups(runs: dict[str, dict]) -> dict[str, list[str]]:
+    """{method: [its runs]} in params order, from train_contrastive.runs (each run names its
+    method), e.g. {"ppdb": ["ppdb_s1", "ppdb_s2", "ppdb_s3"]}: one row per method."""
     rows: dict[str, list[str]] = {}
-    row_of_config: dict[str, str] = {}
-    row_of_entry: dict[str, str] = {}
-    for name, entry in methods.items():
-        config = {k: v for k, v in (entry or {}).items() if k != "seed"}
-        if config.get("data") is not None:  # continued training (MethodSpec.start)
-            parent = Path(str(config["input"])).name
-            config["input"] = row_of_entry.get(parent, config["input"])
-        key = json.dumps(config, sort_keys=True, default=str)
-        row_of_entry[name] = row_of_config.setdefault(key, name)
-        rows.setdefault(row_of_entry[name], []).append(name)
+    for name, run in runs.items():
+        rows.setdefault(run["method"], []).append(name)
     return rows
 
 
@@ -109,6 +102,8 @@ def _entry_row(per_task: dict, tasks: list[str], use: list[str]) -> dict:
             cells[t]["note"] = r["skipped"]
         if r.get("kind") == "unsup_sts" and r.get("sets"):  # each set's Spearman (breakdown)
             cells[t]["sets"] = {name: v.get("spearman") for name, v in r["sets"].items()}
+        if r.get("breakdown"):  # a job's own sub-scores (QAbot: MRR, MAP, P@1, P@5)
+            cells[t]["sets"] = dict(r["breakdown"])
     finetuned = [t for t in use if job_info(t)["kind"] == "finetune"]
     return {
         "tasks": cells,
@@ -304,7 +299,8 @@ def _breakdowns(summary: dict, fmt: str) -> list[str]:
         if not with_sets:
             continue
         names = sorted(with_sets[0], key=lambda n: (SET_ORDER + (n,)).index(n))
-        lines += ["", f"{col['title']} by set ({col['metric']} ×100):", "",
+        by = "metric (×100)" if col["kind"] == "retrieval" else f"set ({col['metric']} ×100)"
+        lines += ["", f"{col['title']} by {by}:", "",
                   "| Method | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]  # fmt: skip
         for method, cell in rows.items():
             if not cell.get("sets"):

@@ -4,10 +4,17 @@ One entry per dataset (English and Japanese), with the canonical source it comes
 and the fine-tuning hyper-parameters the papers give for it. Files are looked up under
 the raw-data folder written by the fetch stage (`data/raw/`, same layout as the mirror).
 
-Where a split is missing offline (JNLI train, PAWS train/test, CoLA train, GLUE test
-labels, …), `load_task` builds a documented, seeded re-split of what exists and says so:
-`TaskData.official_split` is False and `TaskData.provenance` names where each split came
-from. A task with no data at all raises TaskUnavailable with the reason.
+The splits are the papers' (PPDB paper Tables 1 and 2): a task declares the files it
+reads; a split it does not declare is carved from train, seeded, as the paper did (JSTS
+and JNLI test on the official valid set and carve dev from train; ESCI carves dev from
+train by query). With every declared file present, `TaskData.official_split` is True.
+
+Where a declared file is absent (offline: JNLI train, PAWS train, PAWS-X train/test, CoLA
+train, …), `missing="fail"` (the paper presets) stops with one line naming the file and
+the fetch source to add; `missing="resplit"` (the CPU default) builds a documented,
+seeded re-split of what exists: `official_split` is then False and
+`TaskData.provenance` names where each split came from. A task with no data at all
+raises TaskUnavailable (resplit) or SplitMissing (fail).
 """
 
 from __future__ import annotations
@@ -17,23 +24,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from sklearn.model_selection import train_test_split
 
+from paracl.errors import InputError
 from paracl.evaluation import readers
 
 SPLITS = ("train", "dev", "test")
+MISSING = ("resplit", "fail")  # what load_task does when a declared split file is absent
 
 
 class TaskUnavailable(RuntimeError):
     """The task's data is not present; the message says which files and from where."""
 
 
+class SplitMissing(InputError):
+    """A split the paper uses is absent and re-splitting is off: fetch its source."""
+
+
 @dataclass(frozen=True)
 class Split:
-    """One split: a file under the raw-data folder and how to read it."""
+    """One split: a file under the raw-data folder, how to read it, the fetch source
+    (src/paracl/fetch/sources.tsv) that writes it (default: its top folder), and another
+    copy of the same split in another layout, read where this file is absent."""
 
     path: str
     read: Callable[[Path], pd.DataFrame]
+    fetch: str | None = None
+    alt: Split | None = None
+
+    @property
+    def source(self) -> str:
+        return self.fetch or self.path.split("/", 1)[0]
+
+    def find(self, raw_dir: Path) -> Split | None:
+        """This split or its other copy, whichever file exists under raw_dir."""
+        if (raw_dir / self.path).exists():
+            return self
+        return self.alt.find(raw_dir) if self.alt is not None else None
 
 
 @dataclass(frozen=True)
@@ -54,6 +80,8 @@ class Task:
     max_length: int = 128
     hp_source: str = ""
     test_from_dev: bool = False  # labelled test not public: official dev serves as test
+    carve_by: str | None = None  # dev carved from train by groups of this column (queries)
+    paper_sizes: tuple[int, int, int] | None = None  # train/dev/test, PPDB paper Tables 1-2
     # Regression: the gold scale; targets are mapped to [0, 1] for training (as
     # sentence-transformers' STS-B cross-encoder does), which a fresh head fits far
     # sooner than raw 0–5 scores. Correlations do not depend on the scale.
@@ -70,6 +98,7 @@ class TaskData:
     official_split: bool
     provenance: dict[str, str]  # split -> where its rows came from
     official_test: bool = False  # test is the official test split (train/dev may be re-split)
+    official_dev: bool = False  # dev is the official dev file (not carved)
 
     def sizes(self) -> dict[str, int]:
         return {"train": len(self.train), "dev": len(self.dev), "test": len(self.test)}
@@ -116,6 +145,22 @@ RT_SMALL = "round-trip paper §6.1 (small GLUE tasks: 10 epochs, lr 2e-5, batch 
 RT_LARGE = "round-trip paper §6.1 (tasks > 10k pairs: 3 epochs, lr 2e-5, batch 32)"
 PPDB = "not given in the PPDB paper; EBSIM Table 1's BERT-base setting (3 epochs, 5e-5, 32)"
 
+SICK_SIZES = (4_439, 495, 4_906)
+JSICK_SIZES = (4_500, 500, 4_927)
+
+
+def _paws_wiki(split: str) -> Split:
+    """PAWS-Wiki Labeled (Final) dev/test: the mirrored copy, or Google's archive (source
+    `paws`, unpacked to paws/final/)."""
+    return Split(f"paws-wiki/{split}.tsv", readers.read_paws,
+                 alt=Split(f"paws/final/{split}.tsv", readers.read_paws))  # fmt: skip
+
+
+def _pawsx_ja(name: str, alt: Split | None = None) -> Split:
+    """PAWS-X Japanese as Google publishes it (x-final.tar.gz, labelled test included)."""
+    return Split(f"pawsx/x-final/ja/{name}.tsv", readers.read_paws, "pawsx-full", alt)
+
+
 STSB = "sts-benchmark (ixa2.si.ehu.es/stswiki); SentEval copy amao0o0/SynWMD"
 TASKS: dict[str, Task] = {
     t.name: t
@@ -124,8 +169,9 @@ TASKS: dict[str, Task] = {
         Task(
             "esci_en", "Shopping Queries", "en", "classification", "micro_f1",
             splits={s: Split(ESCI, _esci("us", s)) for s in ("train", "test")},
-            labels=("E", "S", "C", "I"), group="Retrieval",
+            labels=("E", "S", "C", "I"), group="Retrieval", carve_by="sentence1",
             source="amazon-science/esci-data (not in the offline mirror)", hp_source=PPDB,
+            paper_sizes=(1_254_438, 138_625, 425_762),
         ),
         Task(
             "stsb", "STS-B", "en", "regression", "spearman",
@@ -135,19 +181,22 @@ TASKS: dict[str, Task] = {
                 "test": Split("stsbenchmark/sts-test.csv", readers.read_stsb),
             },
             group="Similarity", source=STSB, epochs=3, lr=5e-5, hp_source=EBSIM,
+            paper_sizes=(5_749, 1_500, 1_379),
         ),
         Task(
             "sickr", "SICK-R", "en", "regression", "spearman",
             splits={s: Split("sick/SICK.txt", _sick(o, "relatedness"))
                     for s, o in (("train", "train"), ("dev", "trial"), ("test", "test"))},
             group="Similarity", source="SICK (Marelli et al. 2014); kkalouli/SICK-processing",
-            hp_source=PPDB, score_range=(1.0, 5.0),
+            hp_source=PPDB, score_range=(1.0, 5.0), paper_sizes=SICK_SIZES,
         ),
         Task(
             "snli", "SNLI", "en", "classification", "macro_f1",
-            splits={s: Split(f"snli/snli_1.0_{s}.jsonl", readers.read_snli) for s in SPLITS},
+            splits={s: Split(f"snli/snli_1.0/snli_1.0_{s}.jsonl", readers.read_snli)
+                    for s in SPLITS},
             labels=NLI, group="RTE",
             source="nlp.stanford.edu/projects/snli (not in the offline mirror)", hp_source=PPDB,
+            paper_sizes=(549_367, 9_842, 9_824),
         ),
         Task(
             "sicke", "SICK-E", "en", "classification", "macro_f1",
@@ -155,13 +204,18 @@ TASKS: dict[str, Task] = {
                     for s, o in (("train", "train"), ("dev", "trial"), ("test", "test"))},
             labels=NLI, group="RTE",
             source="SICK (Marelli et al. 2014); kkalouli/SICK-processing", hp_source=PPDB,
+            paper_sizes=SICK_SIZES,
         ),
         Task(
             "paws", "PAWS", "en", "classification", "macro_f1",
-            splits={"dev": Split("pawsx/dev-en.tsv", readers.read_pawsx)},
+            splits={
+                "train": Split("paws/final/train.tsv", readers.read_paws),
+                "dev": _paws_wiki("dev"),
+                "test": _paws_wiki("test"),
+            },
             labels=BINARY, group="Paraphrase",
-            source="google-research-datasets/paws (offline: PAWS-X English dev only)",
-            hp_source=PPDB,
+            source="google-research-datasets/paws, PAWS-Wiki Labeled (Final)", hp_source=PPDB,
+            paper_sizes=(49_401, 8_000, 8_000),
         ),
         Task(
             "cola", "CoLA", "en", "classification", "mcc",
@@ -189,7 +243,8 @@ TASKS: dict[str, Task] = {
         ),
         Task(
             "qqp", "QQP", "en", "classification", "f1",
-            splits={s: Split(f"glue/QQP/{f}.tsv", _glue("question1", "question2", "is_duplicate"))
+            # GLUE's QQP-clean.zip (source qqp) unpacks to qqp/QQP/
+            splits={s: Split(f"qqp/QQP/{f}.tsv", _glue("question1", "question2", "is_duplicate"))
                     for s, f in (("train", "train"), ("test", "dev"))},
             labels=BINARY, group="GLUE", epochs=3, lr=5e-5, hp_source=EBSIM, test_from_dev=True,
             source="GLUE QQP (not in the offline mirror)",
@@ -213,7 +268,8 @@ TASKS: dict[str, Task] = {
         ),
         Task(
             "mnli", "MNLI", "en", "classification", "accuracy",
-            splits={s: Split(f"glue/MNLI/{f}.tsv", _glue("sentence1", "sentence2", "gold_label"))
+            # MultiNLI 1.0's JSON Lines (SNLI's format; source multinli, also SimCSE's data)
+            splits={s: Split(f"multinli/multinli_1.0/multinli_1.0_{f}.jsonl", readers.read_snli)
                     for s, f in (("train", "train"), ("test", "dev_matched"))},
             labels=NLI, group="GLUE", hp_source=RT_LARGE, lr=2e-5, test_from_dev=True,
             source="GLUE MNLI (not in the offline mirror)",
@@ -222,17 +278,19 @@ TASKS: dict[str, Task] = {
         Task(
             "esci_ja", "Shopping Queries", "ja", "classification", "micro_f1",
             splits={s: Split(ESCI, _esci("jp", s)) for s in ("train", "test")},
-            labels=("E", "S", "C", "I"), group="Retrieval",
+            labels=("E", "S", "C", "I"), group="Retrieval", carve_by="sentence1",
             source="amazon-science/esci-data (not in the offline mirror)", hp_source=PPDB,
+            paper_sizes=(294_874, 32_272, 118_907),
         ),
         Task(
             "jsts", "JSTS", "ja", "regression", "spearman",
+            # the paper's Table 2: test = official valid, dev = a seeded 10% of train
             splits={
                 "train": Split("jglue/jsts-v1.3/train-v1.3.json", readers.read_jglue),
-                "dev": Split("jglue/jsts-v1.3/valid-v1.3.json", readers.read_jglue),
-                "test": Split("jglue/jsts-v1.3/test-v1.3.json", readers.read_jglue),
+                "test": Split("jglue/jsts-v1.3/valid-v1.3.json", readers.read_jglue),
             },
             group="Similarity", source="yahoojapan/JGLUE v1.3", hp_source=PPDB,
+            paper_sizes=(11_205, 1_246, 1_457),
         ),
         Task(
             "jsickr", "JSICK", "ja", "regression", "spearman",
@@ -242,17 +300,18 @@ TASKS: dict[str, Task] = {
                 "test": Split("jsick/jsick.tsv", _jsick(("test",), "relatedness")),
             },
             group="Similarity", source="verypluming/JSICK", hp_source=PPDB,
-            score_range=(1.0, 5.0),
+            score_range=(1.0, 5.0), paper_sizes=JSICK_SIZES,
         ),
         Task(
             "jnli", "JNLI", "ja", "classification", "macro_f1",
+            # the paper's Table 2: test = official valid, dev = a seeded 10% of train
             splits={
-                "train": Split("jglue/jnli-v1.3/train-v1.3.json", readers.read_jglue),
-                "dev": Split("jglue/jnli-v1.3/valid-v1.3.json", readers.read_jglue),
-                "test": Split("jglue/jnli-v1.3/test-v1.3.json", readers.read_jglue),
+                "train": Split("jglue/jnli-v1.3/train-v1.3.json", readers.read_jglue,
+                               "jnli-train"),
+                "test": Split("jglue/jnli-v1.3/valid-v1.3.json", readers.read_jglue),
             },
             labels=NLI, group="RTE", source="yahoojapan/JGLUE v1.3 (train missing offline)",
-            hp_source=PPDB,
+            hp_source=PPDB, paper_sizes=(18_065, 2_008, 2_434),
         ),
         Task(
             "jsicke", "JSICK-E", "ja", "classification", "macro_f1",
@@ -262,13 +321,19 @@ TASKS: dict[str, Task] = {
                 "test": Split("jsick/jsick.tsv", _jsick(("test",), "entailment")),
             },
             labels=NLI, group="RTE", source="verypluming/JSICK", hp_source=PPDB,
+            paper_sizes=JSICK_SIZES,
         ),
         Task(
             "pawsx_ja", "PAWS-X", "ja", "classification", "macro_f1",
-            splits={"dev": Split("pawsx/dev-ja.tsv", readers.read_pawsx)},
+            splits={
+                "train": _pawsx_ja("translated_train"),
+                # XTREME's copy of the same dev set (the offline mirror's) where x-final is absent
+                "dev": _pawsx_ja("dev_2k", Split("pawsx/dev-ja.tsv", readers.read_pawsx)),
+                "test": _pawsx_ja("test_2k"),
+            },
             labels=BINARY, group="Paraphrase",
-            source="google-research-datasets/paws (PAWS-X; offline: Japanese dev only)",
-            hp_source=PPDB,
+            source="google-research-datasets/paws, PAWS-X (offline: Japanese dev only)",
+            hp_source=PPDB, paper_sizes=(49_401, 2_000, 2_000),
         ),
     ]
 }  # fmt: skip
@@ -280,13 +345,67 @@ def get_task(name: str) -> Task:
     return TASKS[name]
 
 
+# -- the jobs of the evaluate stage: every name evaluate.tasks accepts ----------------
+# (params.yaml's check reads JOBS when params load, so this module stays light to import)
+
+UNSUP = {"unsup_sts_en": "en", "unsup_sts_ja": "ja"}  # cosine STS of the encoder, no training
+PI = {"pi_en": "en", "pi_ja": "ja"}  # cosine-threshold paraphrase identification
+TABLE6 = "Domain (JCSE Table 6)"
+DOMAIN = {  # JCSE's domain tasks: clinical STS by cosine, educational question retrieval
+    "jacsts": {"kind": "domain_sts", "lang": "ja", "metric": "spearman", "title": "JACSTS",
+               "group": TABLE6},
+    "qabot": {"kind": "retrieval", "lang": "ja", "metric": "map", "title": "QAbot",
+              "group": TABLE6},
+}  # fmt: skip
+JOBS = (*UNSUP, *PI, *DOMAIN, *TASKS)
+
+
+def job_info(name: str) -> dict:
+    """Kind, language, metric and column title of a job (for the summary table)."""
+    if name in UNSUP:
+        return {"kind": "unsup_sts", "lang": UNSUP[name], "metric": "spearman",
+                "title": "STS avg (unsup.)", "group": "Unsupervised"}  # fmt: skip
+    if name in PI:
+        return {"kind": "pi", "lang": PI[name], "metric": "accuracy",
+                "title": "PI acc (cosine)", "group": "Unsupervised"}  # fmt: skip
+    if name in DOMAIN:
+        return dict(DOMAIN[name])
+    t = get_task(name)
+    return {"kind": "finetune", "lang": t.lang, "metric": t.metric, "title": t.title,
+            "group": t.group}  # fmt: skip
+
+
 def _carve(
-    df: pd.DataFrame, fraction: float, seed: int, stratify: bool
+    df: pd.DataFrame, fraction: float, seed: int, stratify: bool, groups: str | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Split off a seeded `fraction` of `df` (stratified by label for classes)."""
+    """Split off a seeded `fraction` of `df` (stratified by label for classes; with
+    `groups`, a fraction of the groups, so that no query is on both sides)."""
+    # imported here: params validation reads this module's JOBS, and sklearn is slow to load
+    from sklearn.model_selection import GroupShuffleSplit, train_test_split
+
+    if groups is not None:
+        split = GroupShuffleSplit(n_splits=1, test_size=fraction, random_state=seed)
+        rest, part = next(split.split(df, groups=df[groups]))
+        return df.iloc[rest].reset_index(drop=True), df.iloc[part].reset_index(drop=True)
     strat = df["label"] if stratify and df["label"].value_counts().min() >= 2 else None
     rest, part = train_test_split(df, test_size=fraction, random_state=seed, stratify=strat)
     return rest.reset_index(drop=True), part.reset_index(drop=True)
+
+
+def _missing_message(task: Task, raw_dir: Path, absent: list[str]) -> str:
+    """One line: the first absent file, its fetch source, and the way out."""
+    if not absent:  # CoLA: only its dev file is known, no train/test source exists here
+        return (
+            f"task {task.name}: only {', '.join(task.splits)} has a known file "
+            f"(canonical: {task.source}); set evaluate.missing_splits: resplit to re-split it"
+        )
+    sp = task.splits[absent[0]]
+    more = f" (and {', '.join(absent[1:])})" if absent[1:] else ""
+    return (
+        f"task {task.name}: {absent[0]} split {raw_dir / sp.path} not found{more}: add "
+        f"source {sp.source!r} to fetch.sources (canonical: {task.source}), or set "
+        "evaluate.missing_splits: resplit to re-split what exists"
+    )
 
 
 def load_task(
@@ -295,20 +414,20 @@ def load_task(
     seed: int,
     dev_fraction: float = 0.1,
     test_fraction: float = 0.2,
+    missing: str = "resplit",
 ) -> TaskData:
-    """Read a task's splits; re-split (seeded, documented) what the mirror lacks.
-
-    Rules, applied in order to the splits that exist:
-    - train, dev, test: the official split, unchanged;
-    - the test labels are not public (GLUE): official dev is the test, and dev is a
-      seeded `dev_fraction` of train;
-    - no dev: dev is a seeded `dev_fraction` of train;
-    - no train (JNLI): train and dev are a seeded re-split of the official dev;
-    - one split only (PAWS-X dev, CoLA dev): seeded train/dev/test re-split of it.
-    """
+    """Read a task's splits: the paper's when every declared file exists; otherwise stop
+    (`missing="fail"`) or re-split what exists (`"resplit"`, seeded and documented)."""
     task = get_task(task) if isinstance(task, str) else task
+    if missing not in MISSING:
+        raise ValueError(f"missing must be one of {MISSING}, got {missing!r}")
     raw_dir = Path(raw_dir)
-    have = {s: sp for s, sp in task.splits.items() if (raw_dir / sp.path).exists()}
+    found = {s: sp.find(raw_dir) for s, sp in task.splits.items()}
+    have = {s: sp for s, sp in found.items() if sp is not None}
+    absent = [s for s in task.splits if s not in have]
+    partial = bool(absent) or not {"train", "test"} <= set(task.splits)
+    if partial and missing == "fail":
+        raise SplitMissing(_missing_message(task, raw_dir, absent))
     if not have:
         paths = sorted({str(raw_dir / sp.path) for sp in task.splits.values()})
         raise TaskUnavailable(
@@ -319,30 +438,54 @@ def load_task(
     for s, df in frames.items():
         if df.empty:
             raise TaskUnavailable(f"task {task.name}: split {s} ({have[s].path}) has no rows")
-    strat = task.kind == "classification"
+    if partial:
+        return _resplit(task, frames, have, seed, dev_fraction, test_fraction)
     official = {s: f"official {s} ({have[s].path})" for s in frames}
+    if "dev" in frames:
+        train, dev = frames["train"], frames["dev"]
+    else:  # the paper's split: dev carved from train (JSTS, JNLI, ESCI, GLUE)
+        strat = task.kind == "classification"
+        train, dev = _carve(frames["train"], dev_fraction, seed, strat, task.carve_by)
+        by = f" by {task.carve_by}" if task.carve_by else ""
+        official["train"] += f" minus a seeded {dev_fraction:.0%}{by} (seed {seed})"
+        official["dev"] = f"seeded {dev_fraction:.0%} of official train{by} (seed {seed})"
+    if task.test_from_dev:
+        official["test"] = f"official dev ({have['test'].path}): test labels are not public"
+    return TaskData(
+        task, train, dev, frames["test"], not task.test_from_dev, official,
+        official_test=not task.test_from_dev, official_dev="dev" in frames,
+    )  # fmt: skip
+
+
+def _resplit(
+    task: Task,
+    frames: dict[str, pd.DataFrame],
+    have: dict[str, Split],
+    seed: int,
+    dev_fraction: float,
+    test_fraction: float,
+) -> TaskData:
+    """The offline fallback where a declared file is absent, applied in order:
+    - train and test (no dev file): dev is a seeded `dev_fraction` of train;
+    - dev and test (no train: PAWS offline): train and dev re-split from the official dev;
+    - train and dev (no test): official dev is the test, dev a seeded share of train;
+    - one split only (PAWS-X dev, CoLA dev, JNLI valid): seeded train/dev/test re-split.
+    """
+    strat = task.kind == "classification"
     pct = f"{dev_fraction:.0%}"
-    if set(frames) == set(SPLITS):
-        train, dev, test = frames["train"], frames["dev"], frames["test"]
-        prov = official
-    elif "train" in frames and "test" in frames:
-        train, dev = _carve(frames["train"], dev_fraction, seed, strat)
+    official_test = "test" in frames and not task.test_from_dev
+    if "test" in frames and ("train" in frames or "dev" in frames):
+        src = "train" if "train" in frames else "dev"
+        train, dev = _carve(frames[src], dev_fraction, seed, strat, task.carve_by)
         test = frames["test"]
         prov = {
-            "train": f"official train minus a seeded {pct} (seed {seed})",
-            "dev": f"seeded {pct} of official train (seed {seed})",
-            "test": official["test"],
-        }
-    elif "dev" in frames and "test" in frames:
-        train, dev = _carve(frames["dev"], dev_fraction, seed, strat)
-        test = frames["test"]
-        prov = {
-            "train": f"official dev minus a seeded {pct} (seed {seed}); train is missing",
-            "dev": f"seeded {pct} of official dev (seed {seed})",
-            "test": official["test"],
+            "train": f"official {src} minus a seeded {pct} (seed {seed})"
+            + ("; train is missing" if src == "dev" else ""),
+            "dev": f"seeded {pct} of official {src} (seed {seed})",
+            "test": f"official test ({have['test'].path})",
         }
     elif "train" in frames and "dev" in frames:
-        train, dev = _carve(frames["train"], dev_fraction, seed, strat)
+        train, dev = _carve(frames["train"], dev_fraction, seed, strat, task.carve_by)
         test = frames["dev"]
         prov = {
             "train": f"official train minus a seeded {pct} (seed {seed})",
@@ -351,16 +494,14 @@ def load_task(
         }
     else:
         (only,) = frames
-        rest, test = _carve(frames[only], test_fraction, seed, strat)
-        train, dev = _carve(rest, dev_fraction / (1 - test_fraction), seed, strat)
+        rest, test = _carve(frames[only], test_fraction, seed, strat, task.carve_by)
+        train, dev = _carve(rest, dev_fraction / (1 - test_fraction), seed, strat, task.carve_by)
         where = f"of official {only} ({have[only].path}), the only split offline"
         prov = {
             "train": f"seeded {1 - dev_fraction - test_fraction:.0%} {where} (seed {seed})",
             "dev": f"seeded {pct} {where} (seed {seed})",
             "test": f"seeded {test_fraction:.0%} {where} (seed {seed})",
         }
-    if task.test_from_dev and "train" in frames:
-        prov["test"] = f"official dev ({task.splits['test'].path}): test labels are not public"
-    is_official = set(frames) == set(SPLITS) and not task.test_from_dev
-    official_test = "test" in frames and not task.test_from_dev
-    return TaskData(task, train, dev, test, is_official, prov, official_test)
+    if task.test_from_dev and "test" in frames:
+        prov["test"] = f"official dev ({have['test'].path}): test labels are not public"
+    return TaskData(task, train, dev, test, False, prov, official_test=official_test)

@@ -3,9 +3,17 @@
 As SimCSE (Gao et al. 2021) reports it, in the "all" setting: for STS12–16 the
 subsets of a year are concatenated and one Spearman is computed over all their pairs
 (not the mean of per-subset correlations). STS-B and SICK-R use their test splits;
-Japanese: JSTS (JGLUE v1.3 test) and JSICK (test). Alignment and uniformity (Wang &
-Isola; SimCSE §5) are measured as SimCSE does: alignment on STS-B test pairs with a
-gold score above 4, uniformity over all STS-B test sentences (JSTS for Japanese).
+Japanese, JCSE's benchmark (its Table 3): STS12–16-ja (the JCSE authors' machine
+translations, SentEval layout, paracl.evaluation.jcse_readers), JSICK (test) and JSTS
+(JGLUE v1.3 test); JCSE's STS-B translation is not in the mirror. JACSTS (`jacsts_sets`,
+the clinical test and dev pairs, JCSE Table 6) is scored the same way. Alignment and
+uniformity (Wang & Isola; SimCSE §5) are measured as SimCSE does: alignment on STS-B
+test pairs with a gold score above 4, uniformity over all STS-B test sentences (JSTS
+for Japanese).
+
+`max_pairs` scores a seeded sample of each set instead of the whole set (paracl.
+evaluation.sample): stratified by STS-B's genre, the subsets of an STS year and JACSTS's
+gold score, so the sample has the set's mix; each set's result records the sample it took.
 """
 
 from __future__ import annotations
@@ -18,44 +26,68 @@ import pandas as pd
 
 from paracl.evaluation import readers
 from paracl.evaluation.encoder import EmbeddingCache
+from paracl.evaluation.jcse_readers import identical_pairs, read_jacsts, read_sts_ja_year
 from paracl.evaluation.metrics import alignment, pearson, spearman, uniformity
+from paracl.evaluation.sample import sample_rows
 
 log = logging.getLogger(__name__)
 
 YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
+STRATA = ("genre", "subset", "level")  # columns a set is sampled by (level: JACSTS's score)
+
+
+def strata_column(df: pd.DataFrame) -> str | None:
+    return next((c for c in STRATA if c in df.columns), None)
+
+
+def _year(folder: Path) -> pd.DataFrame:
+    """The subsets of one STS year, concatenated (SimCSE's "all"), each row its subset."""
+    subsets = readers.read_sts_year(folder)
+    return pd.concat([df.assign(subset=k) for k, df in subsets.items()], ignore_index=True)
 
 
 def sts_sets(lang: str, raw_dir: str | Path) -> dict[str, pd.DataFrame]:
     """The unsupervised STS sets of a language, name → pairs (sentence1, sentence2, label)."""
     raw = Path(raw_dir)
     if lang == "en":
-        sets = {
-            y: pd.concat(readers.read_sts_year(raw / "sts12-16" / f"{y}-en-test").values(),
-                         ignore_index=True)
-            for y in YEARS
-        }  # fmt: skip
+        sets = {y: _year(raw / "sts12-16" / f"{y}-en-test") for y in YEARS}
         sets["STSBenchmark"] = readers.read_stsb(raw / "stsbenchmark" / "sts-test.csv")
         sick = readers.read_sick(raw / "sick" / "SICK.txt")
         sets["SICKRelatedness"] = sick[sick["split"] == "test"][readers.COLUMNS]
         return sets
-    if lang == "ja":
+    if lang == "ja":  # in Table 3's order (JCSE)
+        sets = {y: read_sts_ja_year(raw / "jcse" / f"{y}-ja-test") for y in YEARS}
         jsick = readers.read_jsick(raw / "jsick" / "jsick.tsv")
-        return {
-            "JSTS": readers.read_jglue(raw / "jglue" / "jsts-v1.3" / "test-v1.3.json"),
-            "JSICK": jsick[jsick["split"] == "test"][readers.COLUMNS],
-        }
+        sets["JSICK"] = jsick[jsick["split"] == "test"][readers.COLUMNS]
+        sets["JSTS"] = readers.read_jglue(raw / "jglue" / "jsts-v1.3" / "test-v1.3.json")
+        return sets
     raise ValueError(f"no unsupervised STS sets for lang {lang!r}")
 
 
+def jacsts_sets(raw_dir: str | Path) -> dict[str, pd.DataFrame]:
+    """JACSTS test and dev (JCSE Table 6), each pair's gold score as its sampling stratum."""
+    folder = Path(raw_dir) / "jcse" / "JAC-STS"
+    return {
+        split: (df := read_jacsts(folder / f"JAC-sts-{split}.csv")).assign(
+            level=df["label"].astype(int).astype(str)
+        )
+        for split in ("test", "dev")
+    }
+
+
 def evaluate_unsup_sts(
-    cache: EmbeddingCache, sets: dict[str, pd.DataFrame], max_pairs: int | None = None
+    cache: EmbeddingCache,
+    sets: dict[str, pd.DataFrame],
+    max_pairs: int | None = None,
+    seed: int = 0,
 ) -> dict:
     """Spearman/Pearson ×100 of cosine vs gold per set, their average, and align/uniform.
 
-    `max_pairs` caps each set (first rows, for quick tests); metrics say when it did.
+    `max_pairs` scores a seeded stratified sample of each set; null = the whole set.
     """
+    samples = {k: sample_rows(v, max_pairs, seed, strata_column(v)) for k, v in sets.items()}
+    frames = {k: df for k, (df, _) in samples.items()}
     # Encode every unique sentence of every set in one batched pass first.
-    frames = {k: (v if max_pairs is None else v.head(max_pairs)) for k, v in sets.items()}
     all_sents = sorted({s for df in frames.values() for c in ("sentence1", "sentence2")
                         for s in df[c]})  # fmt: skip
     cache.embed(all_sents)
@@ -67,9 +99,11 @@ def evaluate_unsup_sts(
             "spearman": spearman(cos, gold),
             "pearson": pearson(cos, gold),
             "pairs": len(df),
+            "identical_pairs": identical_pairs(df),  # cosine 1 whatever the encoder
+            "sample": samples[name][1],
         }
     avg = float(np.mean([r["spearman"] for r in results.values()]))
-    anchor = "STSBenchmark" if "STSBenchmark" in frames else next(iter(frames))
+    anchor = next((n for n in ("STSBenchmark", "JSTS") if n in frames), next(iter(frames)))
     df = frames[anchor]
     pos = df[df["label"].astype(float) > 4.0]
     space = {

@@ -1,125 +1,169 @@
 """Fetch raw datasets into data/raw/, from a local mirror or their canonical URLs.
 
-The registry (`sources.tsv` beside this file) lists every file with its canonical URL,
-sha256 and licence. With a mirror directory (the `PARACL_DATA_MIRROR` environment
-variable, else `fetch.mirror` in params.yaml) files are copied from it; otherwise they
-are downloaded. Either way the checksum is verified before the file is kept, and the
-whole data/raw/ directory appears only when every file arrived intact.
+The registry (`sources.tsv` beside this file, read by registry.py) lists every file with
+its canonical URL, checksum, size, licence and where the checksum came from. A file is
+taken from the mirror directory (`$PARACL_DATA_MIRROR`, else `fetch.mirror`) when the
+mirror holds it, else downloaded from its URL, which needs the user's yes:
+`PARACL_ALLOW_DOWNLOAD=1` (or `fetch.mirror: null`). Every file is checked against its
+checksum before it is kept; a file with no published checksum is used only when its
+source is listed in `fetch.allow_unverified`. Archives are unpacked after the check.
+The whole data/raw/ directory appears only when every file arrived intact, so a failed
+fetch leaves nothing half-written. Everything that can be checked before any work (an
+unknown source, an unverified file, a file neither mirrored nor downloadable) is.
 """
 
 from __future__ import annotations
 
-import csv
 import logging
 import os
 import shutil
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
 
-from paracl.errors import UserError
-from paracl.io import atomic_dir, sha256_file
+from paracl.fetch.archives import unpack
+from paracl.fetch.download import ALLOW_ENV, download, downloads_allowed
+from paracl.fetch.registry import (
+    REGISTRY,
+    FetchError,
+    SourceFile,
+    load_registry,
+    select,
+    verify,
+)
+from paracl.io import atomic_dir
+
+__all__ = [
+    "REGISTRY",
+    "FetchError",
+    "SourceFile",
+    "fetch",
+    "fetch_file",
+    "load_registry",
+    "resolve_mirror",
+    "select",
+]
 
 log = logging.getLogger(__name__)
 
-REGISTRY = Path(__file__).with_name("sources.tsv")
-
-
-class FetchError(UserError, RuntimeError):
-    """A file is missing, unreachable or fails its checksum."""
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    source: str
-    file: str
-    url: str
-    sha256: str
-    bytes: int
-    license: str
-
-
-def load_registry(path: Path = REGISTRY) -> list[SourceFile]:
-    with open(path, encoding="utf-8") as f:
-        rows = csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t")
-        return [
-            SourceFile(r["source"], r["file"], r["url"], r["sha256"], int(r["bytes"]), r["license"])
-            for r in rows
-        ]
-
-
-def select(registry: list[SourceFile], sources: list[str]) -> list[SourceFile]:
-    """The registry rows of the named sources; an unknown name is an error."""
-    known = sorted({f.source for f in registry})
-    unknown = [s for s in sources if s not in known]
-    if unknown:
-        raise FetchError(
-            f"fetch.sources: unknown source {unknown[0]!r} (known: {', '.join(known)})"
-        )
-    return [f for f in registry if f.source in sources]
-
 
 def resolve_mirror(param: str | None) -> Path | None:
-    """The mirror directory: $PARACL_DATA_MIRROR, else the param; None to download."""
+    """The mirror directory: $PARACL_DATA_MIRROR, else the param; None to download.
+
+    A configured mirror that does not exist is an error, unless downloads are allowed:
+    then every file comes from its URL (the default params name ../shared/data, which a
+    fresh machine lacks)."""
     value = os.environ.get("PARACL_DATA_MIRROR") or param
     if not value:
         return None
     mirror = Path(value).expanduser()
-    if not mirror.is_dir():
+    if mirror.is_dir():
+        return mirror
+    if downloads_allowed():
+        log.warning("data mirror %s is not a directory: downloading every file", mirror)
+        return None
+    raise FetchError(
+        f"data mirror {mirror} is not a directory (PARACL_DATA_MIRROR / fetch.mirror); "
+        f"set {ALLOW_ENV}=1 to download the data from the registered URLs instead"
+    )
+
+
+def _plan(entries: list[SourceFile], mirror: Path | None, allow_unverified: list[str]) -> dict:
+    """file -> 'mirror' or 'download', checked before any work."""
+    for e in entries:
+        if not e.verified and e.source not in allow_unverified:
+            raise FetchError(
+                f"{e.file} (source {e.source!r}): no published checksum to verify it against "
+                f"(see sources.tsv); add {e.source!r} to fetch.allow_unverified to use it anyway"
+            )
+    plan = {
+        e.file: "mirror" if mirror and (mirror / e.file).is_file() else "download" for e in entries
+    }
+    missing = [e for e in entries if plan[e.file] == "download"]
+    if missing and mirror is not None and not downloads_allowed():
+        mb = sum(e.bytes or 0 for e in missing) / 1e6
         raise FetchError(
-            f"data mirror {mirror} is not a directory (PARACL_DATA_MIRROR / fetch.mirror)"
+            f"{mirror / missing[0].file}: missing from the mirror ({len(missing)} file(s) of "
+            f"fetch.sources are, {mb:.0f} MB); set {ALLOW_ENV}=1 to download them from their "
+            f"registered URLs (first: {missing[0].url})"
         )
-    return mirror
+    return plan
 
 
-def _download(url: str, dest: Path, size: int) -> None:
-    request = urllib.request.Request(url, headers={"User-Agent": "paracl-fetch"})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response, open(dest, "wb") as out:
-            with tqdm(total=size, unit="B", unit_scale=True, desc=dest.name, leave=False) as bar:
-                while block := response.read(1 << 20):
-                    out.write(block)
-                    bar.update(len(block))
-    except OSError as err:
-        raise FetchError(f"could not download {url}: {err}") from None
-
-
-def fetch_file(entry: SourceFile, dest_root: Path, mirror: Path | None) -> None:
-    """Copy or download one file under dest_root and verify its sha256."""
+def fetch_file(entry: SourceFile, dest_root: Path, mirror: Path | None) -> dict:
+    """Copy or download one file under dest_root, verify it, unpack an archive; return
+    what the metrics record of it."""
     dest = dest_root / entry.file
     dest.parent.mkdir(parents=True, exist_ok=True)
-    if mirror is not None:
-        origin = mirror / entry.file
-        if not origin.is_file():
-            raise FetchError(f"{origin}: missing from the mirror (registry file {entry.file!r})")
+    origin = mirror / entry.file if mirror is not None else None
+    if origin is not None and origin.is_file():
         shutil.copyfile(origin, dest)
+        where = str(origin)
     else:
-        _download(entry.url, dest, entry.bytes)
-    actual = sha256_file(dest)
-    if actual != entry.sha256:
-        where = mirror / entry.file if mirror is not None else entry.url
-        raise FetchError(
-            f"{where}: sha256 mismatch (expected {entry.sha256}, got {actual}); "
-            "the file differs from the registered version, nothing was kept"
-        )
+        download(entry.url, dest, entry.bytes)
+        where = entry.url
+    record = {"bytes": dest.stat().st_size, "sha256": verify(entry, dest, where)}
+    if entry.archive:
+        record["unpacked_files"] = unpack(dest)
+    return record
 
 
-def fetch(sources: list[str], out_dir: str | Path, mirror: Path | None) -> dict:
+REGISTRY_ENV = "PARACL_DATA_REGISTRY"
+
+
+def resolve_registry() -> Path:
+    """The registry: $PARACL_DATA_REGISTRY, else the packaged sources.tsv.
+
+    A private mirror whose files are not the published ones (a subsample, a re-encoded
+    copy; paracl.testing.data_mirror builds one) carries its own registry with the same
+    columns and its own checksums; every file is still checked against the registry in
+    use, and the metrics name it."""
+    value = os.environ.get(REGISTRY_ENV)
+    if not value:
+        return REGISTRY
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise FetchError(f"{path}: registry not found ({REGISTRY_ENV})")
+    return path
+
+
+def fetch(
+    sources: list[str],
+    out_dir: str | Path,
+    mirror: Path | None,
+    allow_unverified: list[str] | None = None,
+) -> dict:
     """Fetch every file of `sources` into out_dir, atomically; return metrics."""
-    entries = select(load_registry(), sources)
+    registry = resolve_registry()
+    entries = select(load_registry(registry), sources)
+    plan = _plan(entries, mirror, allow_unverified or [])
+    records = {}
     with atomic_dir(out_dir) as tmp:
         for entry in tqdm(entries, desc="fetch", unit="file"):
-            fetch_file(entry, tmp, mirror)
+            source = mirror if plan[entry.file] == "mirror" else None
+            records[entry.file] = fetch_file(entry, tmp, source)
+    metrics = _metrics(entries, plan, records)
+    if registry != REGISTRY:  # a run on a private registry says so
+        metrics["registry"] = str(registry)
+    return metrics
+
+
+def _metrics(entries: list[SourceFile], plan: dict, records: dict) -> dict:
     per_source: dict[str, dict] = {}
     for e in entries:
-        s = per_source.setdefault(e.source, {"files": 0, "bytes": 0, "license": e.license})
+        s = per_source.setdefault(
+            e.source, {"files": 0, "bytes": 0, "license": e.license, "mirror": 0, "download": 0}
+        )
         s["files"] += 1
-        s["bytes"] += e.bytes
+        s["bytes"] += records[e.file]["bytes"]
+        s[plan[e.file]] += 1
+        if not e.verified:  # pinned from now on: the run records what it used
+            s.setdefault("unverified", {})[e.file] = records[e.file]["sha256"]
+        if "unpacked_files" in records[e.file]:
+            s.setdefault("unpacked", {})[e.file] = records[e.file]["unpacked_files"]
     return {
-        "origin": "mirror" if mirror is not None else "download",
+        "origin": "+".join(sorted(set(plan.values()))) or "none",
         "files": len(entries),
-        "bytes": sum(e.bytes for e in entries),
+        "bytes": sum(r["bytes"] for r in records.values()),
         "sources": per_source,
     }

@@ -1,12 +1,16 @@
-"""Hard negatives by T5 noun-chunk corruption (JCSE, §3.2 and §4.4).
+"""Hard negatives by noun-chunk corruption (JCSE, §3.2 and §4.4).
 
-Each anchor sentence has its noun chunks (spaCy / GiNZA) replaced by unique T5
-sentinels; T5 fills the blanks by beam search and every returned sequence, reassembled
-into a sentence, is a contradictory hard negative for the anchor. Optionally T5 is
-first adapted to the corpus by span-corruption denoising.
+Each anchor sentence has its noun chunks (spaCy / GiNZA) blanked out; a filler model
+fills the blanks and every filled sentence is a contradictory hard negative for the
+anchor. The filler is T5 (the paper's: sentinels, beam search) or a causal LM that sees
+both sides of each blank (the offline default, since no T5 weights ship offline); either
+is first adapted to the target corpus.
 
-Modules: `chunks` (noun chunks), `masking` (sentinels in, fills out), `generate`
-(batched beam search), `noise` (T5's random span mask), `adapt` (the denoising
-trainer and the adapt_t5 stage's work), `standin` (the small random T5 used offline),
-`pipeline` (anchors → rows), `sharded` (the corrupt stage's work, shard by shard).
+Modules: `adapt_filler` (the adaptation stage's work, for either filler), `adapt` (T5's
+span-corruption denoising trainer), `adapt_causal` (a causal LM's continued next-token
+training), `noise` (T5's random span mask), `chunks` (noun chunks), `masking` (sentinels
+in, fills out), `generate` (T5's batched beam search), `causal` (the causal-LM filler),
+`fills` (what counts as a usable fill, and the quality measures), `domain_vocab` (how much
+of the new text is the target domain's vocabulary), `pipeline` (anchors → rows),
+`sharded` (the corrupt stage's work, shard by shard).
 """

@@ -70,6 +70,18 @@ def row_seed(seed: int, text: str, row: int) -> int:
     return int.from_bytes(digest[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
 
 
+def bos_id(tokenizer) -> int:
+    """The token every row starts with: the tokenizer's own BOS where it adds one (gemma:
+    <bos>), else GPT-2 / SmolLM2's document separator, else BOS or EOS (also the start
+    of every sequence the filler is adapted on, paracl.negatives.adapt_causal)."""
+    probe = tokenizer("a", add_special_tokens=True)["input_ids"]
+    if tokenizer.bos_token_id is not None and probe and probe[0] == tokenizer.bos_token_id:
+        return tokenizer.bos_token_id
+    if "<|endoftext|>" in tokenizer.get_vocab():
+        return tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    return tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+
+
 def is_causal_lm(path: str | Path) -> bool:
     """Which filler a model directory needs: its config says encoder-decoder (T5) or not."""
     from transformers import AutoConfig
@@ -112,13 +124,7 @@ class CausalFiller:
             )
         self.device, self.sampling, self.seed = device, sampling, seed
         tok = self.tokenizer
-        probe = tok("a", add_special_tokens=True)["input_ids"]
-        if tok.bos_token_id is not None and probe and probe[0] == tok.bos_token_id:
-            self.bos = tok.bos_token_id  # gemma: <bos>
-        elif "<|endoftext|>" in tok.get_vocab():  # GPT-2 / SmolLM2's document separator
-            self.bos = tok.convert_tokens_to_ids("<|endoftext|>")
-        else:
-            self.bos = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        self.bos = bos_id(tok)
         self.eos = {t for t in (tok.eos_token_id, self.bos) if t is not None}
         vocab = self.model.config.get_text_config().vocab_size
         texts = tok.batch_decode([[i] for i in range(len(tok))])

@@ -2,9 +2,11 @@
 
 `init_worker` runs once per worker (a Ray actor, or the driver process locally): it
 loads the spaCy / GiNZA noun-chunk pipeline and the filler: T5 (an encoder-decoder, by
-its config) or a causal LM (paracl.negatives.causal). For a causal LM, models/t5_adapted
-holds only adapt_t5's paracl_t5.json naming it; the driver resolves it to a directory. `corrupt_shard` turns one
-shard of anchors into negative rows; the shard's counts (skipped, dropped, …) travel
+its config) or a causal LM (paracl.negatives.causal). The filler is the directory the
+adapt_filler stage wrote (models/filler: the adapted model, or for a causal LM left as it
+is only its paracl_filler.json naming it, resolved here), or `unadapted`: the
+adapt_filler.model of the language as it is, for the adaptation ablation. `corrupt_shard`
+turns one shard of anchors into negative rows; the shard's counts (skipped, dropped, …) travel
 with the rows as `frame.attrs["paracl_stats"]`, which pyarrow stores in the shard file's
 pandas metadata, so a resumed run still has the counts of the shards it did not redo
 (`shard_stats` reads them back; `pipeline.merge_stats` sums them).
@@ -14,7 +16,9 @@ driver from the `lang` column alone and (id, text) is streamed: the driver holds
 max_sentences sample positions and the shards in flight, never the corpus. The output
 bytes depend on shard_size (shard boundaries), not on the engine or the worker count.
 The workers read the model from its directory (on a cluster: a path every node can
-read, e.g. a shared filesystem or Ray's runtime_env working_dir).
+read, e.g. a shared filesystem or Ray's runtime_env working_dir). The metrics add how
+much of the fills is the target domain's vocabulary (paracl.negatives.domain_vocab),
+against a reference corpus (Wikipedia).
 """
 
 from __future__ import annotations
@@ -28,12 +32,16 @@ import pyarrow.parquet as pq
 from paracl import schemas
 from paracl.device import seed_everything
 from paracl.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
-from paracl.io import fingerprint, input_checksum, iter_batches, read_json
+from paracl.errors import InputError
+from paracl.io import fingerprint, input_checksum, iter_batches, read_json, read_parquet
 from paracl.models import check_model_dir, resolve_model
+from paracl.negatives.adapt_filler import INFO_FILE, PAPER_T5
 from paracl.negatives.causal import is_causal_lm
 from paracl.negatives.chunks import PIPELINES
+from paracl.negatives.domain_vocab import domain_vocabulary_metrics
 from paracl.negatives.pipeline import CorruptConfig, corrupt, merge_stats
 from paracl.sampling import iter_sample
+from paracl.standins import describe, is_standin
 
 log = logging.getLogger(__name__)
 
@@ -87,28 +95,55 @@ def shard_stats(out: str | Path) -> list[dict]:
     return stats
 
 
-def model_info(model: str) -> tuple[dict, Path, bool]:
-    """(what models/t5_adapted is, the directory to load, is it a causal LM). adapt_t5's
-    paracl_t5.json says it; for a causal LM it names the model, resolved here. A model
-    folder from elsewhere is described by its path and typed by its config."""
-    info_path = Path(model) / "paracl_t5.json"
+UNADAPTED = "unadapted"  # the corrupt stage's filler argument: adapt_filler.model as it is
+
+
+def model_info(model: str, params: dict | None = None) -> tuple[dict, Path, bool]:
+    """(what the filler is, the directory to load, is it a causal LM). adapt_filler's
+    paracl_filler.json says it; a causal LM recorded without weights is resolved by its
+    id. `unadapted` is adapt_filler.model[lang] as it is (needs `params`). A model folder
+    from elsewhere is described by its path and typed by its config."""
+    if model == UNADAPTED:
+        return _unadapted(params)
+    info_path = Path(model) / INFO_FILE
     info = read_json(info_path) if info_path.exists() else {"model": model}
-    if info.get("causal_lm"):
+    if info.get("causal_lm") and not (Path(model) / "config.json").exists():
         path = resolve_model(info["model"]["id"]).path
         return info, check_model_dir(path).resolve(), True
     path = check_model_dir(model).resolve()
-    return info, path, "causal_lm" not in info and is_causal_lm(path)
+    return info, path, info["causal_lm"] if "causal_lm" in info else is_causal_lm(path)
 
 
-def corrupt_corpus(corpus: str, model: str, out: str, params: dict) -> dict:
+def _unadapted(params: dict | None) -> tuple[dict, Path, bool]:
+    """The filler adapt_filler would start from, not adapted."""
+    lang = params["lang"]
+    model_id = params["adapt_filler"]["model"][lang]
+    if is_standin(model_id):
+        raise InputError(
+            f"adapt_filler.model.{lang}: {model_id} is a random stand-in that fills nothing "
+            "until adapt_filler trains it; unadapted negatives need a real filler"
+        )
+    path = check_model_dir(resolve_model(model_id).path).resolve()
+    causal = is_causal_lm(path)
+    info = {"model": describe(model_id), "filler": "causal_lm" if causal else "t5",
+            "causal_lm": causal, "stand_in": False, "adapted": False, "lang": lang,
+            "paper_model": model_id in PAPER_T5}  # fmt: skip
+    return info, path, causal
+
+
+def corrupt_corpus(
+    corpus: str, model: str, out: str, params: dict, reference: str | None = None
+) -> dict:
     """Write hard negatives for a seeded sample of `corpus` (`corrupt.max_sentences`
-    anchors of `lang`) to the shard directory `out`, T5 read from `model`; return the
-    metrics (summed shard counts, what the model is, a few examples)."""
+    anchors of `lang`) to the shard directory `out`, the filler read from `model`; return
+    the metrics (summed shard counts, what the filler is, its use of the domain's
+    vocabulary against `reference`, a few examples)."""
     cfg, lang, seed = params["corrupt"], params["lang"], params["seed"]
     seed_everything(seed)
-    info, path, causal = model_info(model)
+    info, path, causal = model_info(model, params)
     config = CorruptConfig.from_params(cfg, seq2seq=not causal)
-    key = fingerprint(cfg, seed, lang, input_checksum(corpus), input_checksum(model))
+    filler_sum = input_checksum(model) if model != UNADAPTED else str(path)
+    key = fingerprint(cfg, seed, lang, input_checksum(corpus), filler_sum)
     anchors = CountedShards(
         stream_shards(iter_sample(corpus, cfg["max_sentences"], seed, lang), cfg["shard_size"])
     )
@@ -131,6 +166,9 @@ def corrupt_corpus(corpus: str, model: str, out: str, params: dict) -> dict:
             "%s has no sentence of lang %r: wrote an empty negatives artifact", corpus, lang
         )
     stats = merge_stats(shard_stats(out))
+    if reference is not None:
+        rows = read_parquet(out, schemas.NEGATIVES, columns=["fills", "chunks"])
+        stats["domain_vocabulary"] = domain_vocabulary_metrics(rows, corpus, reference, lang)
     first = next(iter_batches(out, batch_size=5, schema=schemas.NEGATIVES), pd.DataFrame())
     log.info(
         "%d anchors -> %d negatives (%.2f per anchor with any); %d without noun chunk",

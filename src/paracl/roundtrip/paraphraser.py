@@ -13,8 +13,10 @@ chosen by the base model's config (`is_encoder_decoder`):
   embeddings frozen, which a 2-core CPU can afford (paracl.roundtrip.paraphraser_freeze).
 
 Training: AdamW, the loss on dev after every epoch, stop after `patience` epochs without
-improvement and keep the best epoch. Generation: beam search with the output held to
-0.75–1.5× the input's token count (paracl.roundtrip.paraphraser_window).
+improvement and keep the best epoch; mixed precision as `precision` says (paracl.device),
+the loss scaled in fp16 so that small gradients do not underflow. Generation: beam search
+with the output held to 0.75–1.5× the input's token count
+(paracl.roundtrip.paraphraser_window).
 """
 
 from __future__ import annotations
@@ -31,7 +33,13 @@ from typing import Any
 import pandas as pd
 import torch
 
-from paracl.device import adamw
+from paracl.device import (
+    DEFAULT_PRECISION,
+    adamw,
+    backward,
+    grad_scaler,
+    optimizer_step,
+)
 from paracl.roundtrip import paraphraser_causal as causal
 from paracl.roundtrip import paraphraser_seq2seq as seq2seq
 from paracl.roundtrip.paraphraser_freeze import NewTokens, freeze, init_from_names
@@ -105,15 +113,35 @@ def pairs_to_rows(df: pd.DataFrame) -> list[tuple[str, str, str]]:
 
 
 @torch.no_grad()
-def evaluate_loss(model, tokenizer, df, batch_size, max_length, device) -> float:
+def evaluate_loss(
+    model, tokenizer, df, batch_size, max_length, device, precision: str = DEFAULT_PRECISION
+) -> float:
     """Mean token loss over a frame of tagged pairs (batch-size weighted)."""
     model.eval()
     rows = pairs_to_rows(df)
     total = 0.0
+    impl = _impl(model)
     for idx in _batches(len(rows), batch_size, None):
-        loss = _impl(model).batch_loss(model, tokenizer, [rows[i] for i in idx], max_length, device)
+        batch = [rows[i] for i in idx]
+        loss = impl.batch_loss(model, tokenizer, batch, max_length, device, precision)
         total += float(loss) * len(idx)
     return total / max(len(rows), 1)
+
+
+def train_step(
+    model,
+    tokenizer,
+    rows: list[tuple[str, str, str]],
+    max_length: int,
+    device: torch.device,
+    scaler: torch.amp.GradScaler,
+    precision: str = DEFAULT_PRECISION,
+) -> float:
+    """Forward and (scaled) backward of (tags, source, target) rows; returns the batch's
+    loss times its size. The optimiser step is the caller's (paracl.device.optimizer_step)."""
+    loss = _impl(model).batch_loss(model, tokenizer, rows, max_length, device, precision)
+    backward(loss, scaler)
+    return float(loss.detach()) * len(rows)
 
 
 def _trainable_state(model) -> dict[str, torch.Tensor]:
@@ -133,30 +161,30 @@ def train(
     max_length: int,
     seed: int,
     device: torch.device,
+    precision: str = DEFAULT_PRECISION,
 ) -> list[dict]:
     """Fine-tune the parameters that require grad in place, with early stopping on dev
     loss; the best epoch's weights are kept (only the trained ones are copied)."""
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = adamw(params, lr=lr)
+    scaler = grad_scaler(device, precision=precision)
     generator = torch.Generator().manual_seed(seed)
     rows = pairs_to_rows(train_df)
     history: list[dict] = []
     best_loss, best_state, stale = math.inf, None, 0
-    impl = _impl(model)
     for epoch in range(1, max_epochs + 1):
         model.train()
         total, steps, started = 0.0, 0, time.perf_counter()
         for idx in _batches(len(rows), batch_size, generator):
-            loss = impl.batch_loss(model, tokenizer, [rows[i] for i in idx], max_length, device)
+            batch = [rows[i] for i in idx]
+            total += train_step(model, tokenizer, batch, max_length, device, scaler, precision)
+            optimizer_step(optimizer, scaler)
             optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += float(loss.detach()) * len(idx)
             steps += 1
         seconds = time.perf_counter() - started
         train_loss = total / max(len(rows), 1)
         dev_loss = (
-            evaluate_loss(model, tokenizer, dev_df, batch_size, max_length, device)
+            evaluate_loss(model, tokenizer, dev_df, batch_size, max_length, device, precision)
             if len(dev_df)
             else train_loss
         )
@@ -251,6 +279,7 @@ def fine_tune(
     device: torch.device,
     source: str = "tagged pairs",
     lang: str = "en",
+    precision: str = DEFAULT_PRECISION,
 ) -> Trained:
     """The base model (`cfg`: the train_paraphraser params) with the tag tokens added,
     fine-tuned on the train split of `pairs` (the tag stage's output; a seeded sample of
@@ -276,7 +305,12 @@ def fine_tune(
     n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     history: list[dict] = []
     test_loss = dev_before = None
-    kwargs = dict(batch_size=cfg["batch_size"], max_length=cfg["max_length"], device=device)
+    kwargs = dict(
+        batch_size=cfg["batch_size"],
+        max_length=cfg["max_length"],
+        device=device,
+        precision=precision,
+    )
     if len(splits["train"]) < cfg["min_train_pairs"]:
         log.warning(
             "%d training pairs in %s (%d rows in all; at least %d wanted): the paraphraser "
@@ -335,6 +369,7 @@ def generate(
     batch_size: int = 8,
     max_length: int = 128,
     device: torch.device | str = "cpu",
+    precision: str = DEFAULT_PRECISION,
 ) -> tuple[list[str], list[int]]:
     """Paraphrase each text under `tags` ("" = untagged, the baseline); return (outputs,
     generated token counts). Either architecture; beam search, no sampling: the same
@@ -350,4 +385,5 @@ def generate(
         batch_size=batch_size,
         max_length=max_length,
         device=torch.device(device),
+        precision=precision,
     )

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from transformers import LogitsProcessorList
 
-from paracl.device import autocast
+from paracl.device import DEFAULT_PRECISION, autocast
 from paracl.roundtrip.paraphraser_window import LengthWindow, length_window, special_ids
 
 SEP = "<sep>"
@@ -64,7 +64,14 @@ def _target_logits(model, hidden: torch.Tensor) -> torch.Tensor:
     return torch.tanh(logits / cap) * cap if cap else logits
 
 
-def batch_loss(model, tokenizer, rows: Sequence[tuple[str, str, str]], max_length, device):
+def batch_loss(
+    model,
+    tokenizer,
+    rows: Sequence[tuple[str, str, str]],
+    max_length,
+    device,
+    precision: str = DEFAULT_PRECISION,
+):
     """Mean target-token loss of (tags, source, target) rows, right-padded."""
     pairs = [encode_pair(tokenizer, *row, max_length) for row in rows]
     width = max(len(ids) for ids, _ in pairs)
@@ -73,7 +80,7 @@ def batch_loss(model, tokenizer, rows: Sequence[tuple[str, str, str]], max_lengt
     labels = torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in pairs])
     mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in pairs])
     input_ids, labels, mask = input_ids.to(device), labels.to(device), mask.to(device)
-    with autocast(device):
+    with autocast(device, precision):
         hidden = model.base_model(input_ids=input_ids, attention_mask=mask).last_hidden_state
         keep = labels[:, 1:] != -100  # position t predicts token t + 1
         logits = _target_logits(model, hidden[:, :-1][keep])
@@ -104,6 +111,7 @@ def generate(
     batch_size: int,
     max_length: int,
     device: torch.device,
+    precision: str = DEFAULT_PRECISION,
 ) -> tuple[list[str], list[int]]:
     """The continuation after `<sep>` for each text under `tags` ("" = untagged), by beam
     search inside the length window; (outputs, generated token counts)."""
@@ -124,7 +132,7 @@ def generate(
         processor = LengthWindow(
             [w[0] for w in windows], [w[1] for w in windows], eos, num_beams, width, banned, ends
         )
-        with autocast(device):
+        with autocast(device, precision):
             out = model.generate(
                 input_ids=input_ids,
                 attention_mask=mask,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 from transformers import LogitsProcessorList
 
-from paracl.device import autocast
+from paracl.device import DEFAULT_PRECISION, autocast
 from paracl.roundtrip.paraphraser_window import LengthWindow, length_window, special_ids
 
 
@@ -22,7 +22,14 @@ def tagged_input(tags: str, text: str) -> str:
     return f"{tags} {text}"
 
 
-def batch_loss(model, tokenizer, rows: Sequence[tuple[str, str, str]], max_length, device):
+def batch_loss(
+    model,
+    tokenizer,
+    rows: Sequence[tuple[str, str, str]],
+    max_length,
+    device,
+    precision: str = DEFAULT_PRECISION,
+):
     """Mean target-token loss of (tags, source, target) rows; padding labels are -100."""
     enc = tokenizer(
         [tagged_input(tags, text) for tags, text, _ in rows],
@@ -33,7 +40,7 @@ def batch_loss(model, tokenizer, rows: Sequence[tuple[str, str, str]], max_lengt
         max_length=max_length,
     ).to(device)
     labels = enc["labels"].masked_fill(enc["labels"] == tokenizer.pad_token_id, -100)
-    with autocast(device):
+    with autocast(device, precision):
         return model(
             input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], labels=labels
         ).loss
@@ -52,6 +59,7 @@ def generate(
     batch_size: int,
     max_length: int,
     device: torch.device,
+    precision: str = DEFAULT_PRECISION,
 ) -> tuple[list[str], list[int]]:
     """Beam search per sentence, output held to the length window; (outputs, token counts)."""
     lengths = [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
@@ -74,7 +82,7 @@ def generate(
         processor = LengthWindow(
             [w[0] for w in windows], [w[1] for w in windows], eos, num_beams, offset, specials
         )
-        with autocast(device):
+        with autocast(device, precision):
             out = model.generate(
                 **enc,
                 num_beams=num_beams,

@@ -16,6 +16,11 @@ estimate of gold/5, the [0, 1] scale the cross-encoder predicts, so SIM bins
 12.4 points, the cross-encoder 15.7); the rare negative cosine is clipped to 0.
 `epochs: 0` uses the encoder as it is (zero-shot; its cosine is not calibrated to gold/5).
 
+Mixed precision: the sentence-transformers Trainer autocasts and scales the loss itself;
+its fp16 / bf16 arguments are set from the `precision` param as every other loop's
+(paracl.device). The bi-encoder reads plain text, never a chat template
+(training.encoder.build_encoder).
+
 The kind is saved next to the model (KIND_FILE), so `load_scorer` and `predict`, which
 the tag and generate stages use, need no setting of their own. A directory without that
 file is read as a cross-encoder (how scorers were saved before there were two kinds).
@@ -32,7 +37,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from paracl.device import DEFAULT_PRECISION, autocast_dtype
 from paracl.evaluation.metrics import pearson, spearman
 from paracl.evaluation.readers import read_sts_pairs
 from paracl.models import ResolvedModel
@@ -145,8 +152,12 @@ def predict(model: Any, pairs: list[tuple[str, str]], batch_size: int = 64) -> n
     return np.asarray(scores, dtype=np.float64).reshape(-1)
 
 
-def _training_args(cls: type, out_dir: Path, seed: int, cfg: dict, device: str) -> Any:
-    """The arguments both kinds share: linear decay after 10% warm-up, no checkpoints."""
+def _training_args(
+    cls: type, out_dir: Path, seed: int, cfg: dict, device: str, precision: str
+) -> Any:
+    """The arguments both kinds share: linear decay after 10% warm-up, no checkpoints,
+    mixed precision as `precision` picks it for `device` (the Trainer scales fp16 itself)."""
+    dtype = autocast_dtype(torch.device(device), precision)
     return cls(
         output_dir=str(out_dir / "checkpoints"),
         num_train_epochs=cfg["epochs"],
@@ -160,11 +171,13 @@ def _training_args(cls: type, out_dir: Path, seed: int, cfg: dict, device: str) 
         logging_steps=50,
         disable_tqdm=True,
         use_cpu=device == "cpu",
+        fp16=dtype == torch.float16,
+        bf16=dtype == torch.bfloat16,
     )
 
 
 def _train_cross_encoder(
-    base: str, data: Any, out_dir: Path, seed: int, cfg: dict, device: str
+    base: str, data: Any, out_dir: Path, seed: int, cfg: dict, device: str, precision: str
 ) -> Any:
     from sentence_transformers.cross_encoder import (
         CrossEncoder,
@@ -174,7 +187,7 @@ def _train_cross_encoder(
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
     model = CrossEncoder(base, num_labels=1, max_length=cfg["max_length"], device=device)
-    args = _training_args(CrossEncoderTrainingArguments, out_dir, seed, cfg, device)
+    args = _training_args(CrossEncoderTrainingArguments, out_dir, seed, cfg, device, precision)
     CrossEncoderTrainer(
         model=model, args=args, train_dataset=data, loss=BinaryCrossEntropyLoss(model)
     ).train()
@@ -182,20 +195,21 @@ def _train_cross_encoder(
 
 
 def _train_bi_encoder(
-    base: str, data: Any, out_dir: Path, seed: int, cfg: dict, device: str
+    base: str, data: Any, out_dir: Path, seed: int, cfg: dict, device: str, precision: str
 ) -> Any:
     from sentence_transformers import (
-        SentenceTransformer,
         SentenceTransformerTrainer,
         SentenceTransformerTrainingArguments,
     )
     from sentence_transformers.sentence_transformer.losses import CosineSimilarityLoss
 
+    from paracl.training.encoder import build_encoder
+
     # a plain transformers checkpoint gets mean pooling; a sentence-transformers one keeps its own
-    model = SentenceTransformer(base, device=device)
-    model.max_seq_length = cfg["max_length"]
+    model = build_encoder(base, pooling=None, max_seq_length=cfg["max_length"]).to(device)
     if cfg["epochs"] > 0:
-        args = _training_args(SentenceTransformerTrainingArguments, out_dir, seed, cfg, device)
+        cls = SentenceTransformerTrainingArguments
+        args = _training_args(cls, out_dir, seed, cfg, device, precision)
         SentenceTransformerTrainer(
             model=model, args=args, train_dataset=data, loss=CosineSimilarityLoss(model)
         ).train()
@@ -211,10 +225,12 @@ def train_one(
     seed: int,
     cfg: dict,
     device: str,
+    precision: str = DEFAULT_PRECISION,
 ) -> tuple[Any, dict]:
     """Fine-tune one scorer of `kind` with `seed`; return (model, dev correlations).
 
-    `cfg` holds epochs, batch_size, lr and max_length (the train_sts_scorer params).
+    `cfg` holds epochs, batch_size, lr and max_length (the train_sts_scorer params);
+    `precision` is the top-level param (paracl.device).
     """
     from datasets import Dataset
     from transformers import set_seed
@@ -228,7 +244,7 @@ def train_one(
         {"sentence1": train.first, "sentence2": train.second, "label": train.score}
     )
     trainer = _train_bi_encoder if kind == "bi_encoder" else _train_cross_encoder
-    model = trainer(str(base), data, out_dir, seed, cfg, device)
+    model = trainer(str(base), data, out_dir, seed, cfg, device, precision)
     return model, correlations(predict(model, dev.pairs()), dev.score)
 
 
@@ -286,6 +302,7 @@ def train_best_of_seeds(
     cfg: dict,
     first_seed: int,
     device: str,
+    precision: str = DEFAULT_PRECISION,
 ) -> BestOfSeeds:
     """Train `cfg["n_seeds"]` scorers (seeds first_seed, first_seed + 1, …) and keep the
     best on dev: fine-tuning on STS varies a lot with the seed. A bi-encoder with epochs
@@ -305,7 +322,7 @@ def train_best_of_seeds(
         for seed in range(first_seed, first_seed + n_seeds):
             started = time.perf_counter()
             model, dev_scores = train_one(
-                kind, base.path, train, dev, Path(work), seed, cfg, device
+                kind, base.path, train, dev, Path(work), seed, cfg, device, precision
             )
             runs.append({"seed": seed, "dev": dev_scores})
             log.info(

@@ -24,6 +24,7 @@ __all__ = [
     "build_tiny_deberta_v2",
     "build_tiny_fsmt",
     "build_tiny_model",
+    "build_tiny_rinna_roberta",
     "build_tiny_roberta",
     "build_tokenizer",
 ]
@@ -34,6 +35,32 @@ TEST_SPECIALS = {
     "llama": {"bos": "<s>", "eos": "</s>", "unk": "<unk>"},
     "gemma3_text": {"bos": "<bos>", "eos": "<eos>", "pad": "<pad>", "unk": "<unk>"},
     "bert": {"cls": "[CLS]", "sep": "[SEP]", "pad": "[PAD]", "unk": "[UNK]", "mask": "[MASK]"},
+}
+
+
+# Chat templates like SmolLM2-135M-Instruct's (a default system prompt, ChatML roles) and
+# gemma-3's (BOS, turns): sentence-transformers renders plain text through a tokenizer's
+# template when it has one, so the stand-ins carry one as the real tokenizers do.
+_CONTENT = (
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}"
+)
+CHAT_TEMPLATES = {
+    "llama": (
+        "{% for m in messages %}{% if loop.first and m['role'] != 'system' %}"
+        "{{ '<|im_start|>system\\nYou are a helpful AI assistant named SmolLM, trained by "
+        "Hugging Face<|im_end|>\\n' }}{% endif %}{{ '<|im_start|>' + m['role'] + '\\n' }}"
+        + _CONTENT
+        + "{{ '<|im_end|>\\n' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+    ),
+    "gemma3_text": (
+        "{{ bos_token }}{% for m in messages %}"
+        "{{ '<start_of_turn>' + ('model' if m['role'] == 'assistant' else m['role']) + '\\n' }}"
+        + _CONTENT
+        + "{{ '<end_of_turn>\\n' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' }}{% endif %}"
+    ),
 }
 
 
@@ -55,6 +82,7 @@ def build_tokenizer(arch: str, vocab_size: int = 400) -> PreTrainedTokenizerFast
         kwargs["pad_token"] = specials["eos"]
     if arch in ("llama", "gemma3_text"):
         kwargs["padding_side"] = "left"
+        kwargs["chat_template"] = CHAT_TEMPLATES[arch]
     return PreTrainedTokenizerFast(tokenizer_object=tok, **kwargs)
 
 
@@ -150,6 +178,49 @@ def build_tiny_roberta(out_dir: str | Path, seed: int = 0) -> Path:
     )
     torch.manual_seed(seed)
     RobertaModel(config).eval().save_pretrained(out_dir)
+    tok.save_pretrained(out_dir)
+    return out_dir
+
+
+RINNA_SPECIALS = ["<unk>", "<s>", "</s>", "[PAD]", "[CLS]", "[SEP]", "[MASK]"]  # its ids 0-6
+
+
+def build_tiny_rinna_roberta(out_dir: str | Path, seed: int = 0) -> Path:
+    """A tiny random RoBERTa saved as rinna/japanese-roberta-base is: a masked LM whose
+    tokenizer is a T5Tokenizer (SentencePiece Unigram trained on lower-cased text, rinna's
+    special tokens and ids: <unk> 0, <s> 1, </s> 2, [PAD] 3, [CLS] 4), `do_lower_case: true`
+    in its config (which transformers no longer reads), and positions that its card counts
+    from 0 (the weights do not show that: paracl.models.convert_rinna_roberta shifts them)."""
+    import json
+
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import RobertaConfig, RobertaForMaskedLM, T5Tokenizer
+
+    out_dir = Path(out_dir)
+    unigram = Tokenizer(models.Unigram())
+    unigram.pre_tokenizer = pre_tokenizers.Metaspace()
+    trainer = trainers.UnigramTrainer(
+        vocab_size=160, special_tokens=RINNA_SPECIALS, unk_token="<unk>", show_progress=False
+    )
+    unigram.train_from_iterator([t.lower() for t in standins.TRAINING_TEXT], trainer=trainer)
+    vocab = json.loads(standins._canonical_unigram(unigram, len(RINNA_SPECIALS)).to_str())
+    pieces = [(p, s) for p, s in vocab["model"]["vocab"]]
+    names = ("unk", "bos", "eos", "pad", "cls", "sep", "mask")
+    specials = {f"{n}_token": t for n, t in zip(names, RINNA_SPECIALS, strict=True)}
+    tok = T5Tokenizer(vocab=pieces, extra_ids=0, do_lower_case=True, **specials)
+    config = RobertaConfig(
+        vocab_size=len(pieces),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64 + 4,  # rinna: 514 (positions 0-513 in its usage)
+        pad_token_id=3,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    torch.manual_seed(seed)
+    RobertaForMaskedLM(config).eval().save_pretrained(out_dir)
     tok.save_pretrained(out_dir)
     return out_dir
 

@@ -1,8 +1,10 @@
 """The dev score for early stopping and model selection: STS dev Spearman of cosine x100.
 
-STS-B dev (tab-separated: genre, file, year, id, score, s1, s2) for English and JSTS
-valid (JSON lines: sentence1, sentence2, label) for Japanese — the unsupervised STS
-setting SimCSE selects its checkpoints with.
+STS-B dev (tab-separated: genre, file, year, id, score, s1, s2) for English — the
+unsupervised STS setting SimCSE selects its checkpoints with — and a seeded sample of JSTS
+*train* (JSON lines: sentence1, sentence2, label) for Japanese: the `jsts` task tests on
+JSTS valid, as the PPDB paper's Table 2 does, so selecting checkpoints on valid would
+select on the test set.
 """
 
 from __future__ import annotations
@@ -16,26 +18,26 @@ from sentence_transformers import SentenceTransformer
 from paracl.errors import InputError
 from paracl.evaluation.metrics import spearman
 from paracl.evaluation.readers import read_sts_pairs
+from paracl.evaluation.sample import sample_rows
 
 # The dev set per language (under data/raw, fetched by the fetch stage).
 DEV_SETS = {
     "en": "data/raw/stsbenchmark/sts-dev.csv",
-    "ja": "data/raw/jglue/jsts-v1.3/valid-v1.3.json",
+    "ja": "data/raw/jglue/jsts-v1.3/train-v1.3.json",  # valid is the jsts task's test set
 }
 
 
 def read_sts(
     path: str | Path, max_pairs: int | None = None, seed: int = 0
 ) -> tuple[list[str], list[str], np.ndarray]:
-    """(sentences1, sentences2, gold) from STS-B .csv / JSTS .json; a seeded sample if asked."""
+    """(sentences1, sentences2, gold) from STS-B .csv / JSTS .json; a seeded sample of
+    `max_pairs` if asked (paracl.evaluation.sample, one stratum: the same rows as before
+    that helper existed)."""
     df = read_sts_pairs(path)
-    s1, s2, gold = df["sentence1"].tolist(), df["sentence2"].tolist(), df["label"].to_numpy()
-    if len(gold) < 2:
+    if len(df) < 2:
         raise InputError(f"{path}: fewer than 2 STS pairs")
-    if max_pairs is not None and len(gold) > max_pairs:
-        keep = np.sort(np.random.default_rng(seed).choice(len(gold), max_pairs, replace=False))
-        return [s1[i] for i in keep], [s2[i] for i in keep], gold[keep]
-    return s1, s2, gold
+    df, _ = sample_rows(df, max_pairs, seed)
+    return df["sentence1"].tolist(), df["sentence2"].tolist(), df["label"].to_numpy()
 
 
 @torch.inference_mode()

@@ -20,6 +20,17 @@ exactly what the evaluate stage encodes with and what the training dev score mea
   Pooling modes, so a saved folder needs no code of ours. `None` keeps the base's own
   pooling (the `none` method: the base as published). A base whose Pooling differs from
   the asked one gets the asked one (logged).
+- Plain text: sentence-transformers renders every input through the tokenizer's chat
+  template when it has one (SmolLM2-Instruct's adds a system prompt and role markers: 34
+  tokens for a 7-word sentence, and mean pooling averages all of them). The Transformer's
+  `message` modality is dropped, so it tokenizes the sentence as `tokenizer(text)` does;
+  its modality_config is saved (sentence_bert_config.json) and read back by
+  `SentenceTransformer(path)`, so the saved encoder reads plain text too.
+- Prompt: `prompt` (train_contrastive.prompt, off by default) is text put before every
+  sentence, e.g. an instruction. It becomes the model's default prompt ("sentence"), which
+  training, the dev score, the evaluation and a user's `encode` all apply; its tokens are
+  pooled with the sentence's. sentence-transformers can only prepend, so a template with
+  the sentence inside (PromptEOL's `This sentence : "{}" means in one word:"`) is refused.
 - Padding: a causal LM's tokenizer often has no pad token (SmolLM2); its EOS token pads
   (masked out by every pooling). Left padding (Gemma's default) is kept: sentence-
   transformers' pooling counts positions from the first real token, so an embedding
@@ -49,6 +60,7 @@ from sentence_transformers.sentence_transformer.modules import Pooling
 from torch import Tensor
 
 from paracl.io import atomic_dir
+from paracl.params import ParamsError
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +72,7 @@ POOLING = {
     "cls": "cls",
     "cls_mlp": "cls",
 }
+PROMPT_NAME = "sentence"  # the name train_contrastive.prompt is saved under (prompts)
 TRAINING_ONLY = "paracl_training_only"  # attribute that marks SimCSE's MLP: dropped at save
 CARD = "README.md"
 # Left out when the base is copied as-is: formats SentenceTransformer(path) (torch) never reads.
@@ -98,12 +111,15 @@ def build_encoder(
     max_seq_length: int | None = 32,
     freeze_embeddings: bool = False,
     dropout: float | None = None,
+    prompt: str | None = None,
 ) -> SentenceTransformer:
-    """A SentenceTransformer over `model_path` (a transformers or sentence-transformers dir).
+    """A SentenceTransformer over `model_path` (a transformers or sentence-transformers dir)
+    that reads plain text (no chat template).
 
     `pooling` None keeps the base's pooling; `max_seq_length` None keeps the base's
     inference length (read it from the result before setting a training length);
-    `dropout` None keeps the base's dropout rates."""
+    `dropout` None keeps the base's dropout rates; `prompt` (text before each sentence)
+    becomes the default prompt."""
     if pooling is not None and pooling not in POOLING:
         raise ValueError(f"pooling must be one of {tuple(POOLING)}, got {pooling!r}")
     config_kwargs = dropout_config(model_path, dropout)
@@ -125,7 +141,10 @@ def build_encoder(
     if not isinstance(transformer, Transformer):
         raise ValueError(f"{model_path}: the first module is {type(transformer).__name__}, "
                          "not a transformers Transformer")  # fmt: skip
+    plain_text(model, model_path)
     _ensure_pad_token(transformer.tokenizer)
+    if prompt:
+        set_prompt(model, prompt)
     if pooling is not None:
         model = _with_pooling(model, pooling, model_path)
     if max_seq_length is not None:
@@ -135,6 +154,41 @@ def build_encoder(
         for param in transformer.auto_model.get_input_embeddings().parameters():
             param.requires_grad_(False)
     return model
+
+
+def plain_text(model: SentenceTransformer, where: str | Path = "") -> SentenceTransformer:
+    """`model` reading each sentence as plain text: its Transformer's `message` (chat
+    template) modality removed, so that inputs are tokenized as `tokenizer(text)` does, with
+    no system prompt or role tokens. A no-op for a tokenizer without a chat template."""
+    transformer = model[0]
+    modalities = dict(getattr(transformer, "modality_config", {}))
+    if "message" not in modalities:
+        return model
+    if "text" not in modalities:
+        raise ValueError(f"{where}: the model reads chat messages only, not plain text")
+    del modalities["message"]
+    transformer.modality_config = modalities
+    transformer.input_formatter.supported_modalities = list(modalities)
+    log.info("%s: plain text, not the tokenizer's chat template", where or "encoder")
+    return model
+
+
+def set_prompt(model: SentenceTransformer, prompt: str) -> None:
+    """Make `prompt` the text put before every sentence: the default prompt, saved with the
+    model (config_sentence_transformers.json), so `encode` applies it as training does."""
+    if "{}" in prompt:
+        raise ParamsError(
+            "train_contrastive.prompt: a sentence-transformers prompt goes before the sentence;"
+            " a template with {} in it (the sentence inside) cannot be saved with the encoder"
+        )
+    model.prompts[PROMPT_NAME] = prompt
+    model.default_prompt_name = PROMPT_NAME
+
+
+def default_prompt(model: SentenceTransformer) -> str | None:
+    """The prompt `encode` puts before each text when none is named (None: none)."""
+    name = model.default_prompt_name
+    return model.prompts.get(name) if name else None
 
 
 def _ensure_pad_token(tokenizer) -> None:
@@ -242,7 +296,8 @@ def copy_base(base: str | Path, path: str | Path, card: str) -> None:
 
 
 def embed(model: SentenceTransformer, texts: list[str]) -> Tensor:
-    """Sentence embeddings with autograd (the caller decides no_grad / train mode)."""
-    features = model.preprocess(texts)
+    """Sentence embeddings with autograd (the caller decides no_grad / train mode), with the
+    default prompt, as `model.encode` embeds them."""
+    features = model.preprocess(texts, prompt=default_prompt(model))
     features = {k: v.to(model.device) if isinstance(v, Tensor) else v for k, v in features.items()}
     return model(features)["sentence_embedding"]

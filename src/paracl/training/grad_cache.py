@@ -12,7 +12,9 @@ batch's loss:
    and backpropagate its slice of the cached embedding gradient.
 
 The parameter gradients equal those of one full-batch step (tested), at the memory of a
-mini-batch plus one extra forward pass. This works for every embedding loss here, so the
+mini-batch plus one extra forward pass. Under fp16 the loss is scaled in step 2 (a
+torch.amp.GradScaler), so the cached embedding gradients, and all that step 3
+backpropagates from them, carry the scale: the optimiser step unscales them once. This works for every embedding loss here, so the
 trainer uses it for all bi-encoder methods when `mini_batch_size < batch_size`.
 """
 
@@ -22,6 +24,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
+
+from paracl.device import backward
 
 EmbedFn = Callable[[list[str]], Tensor]
 
@@ -46,11 +50,14 @@ def cached_step(
     loss_fn: Callable[[list[Tensor]], Tensor],
     mini_batch_size: int,
     device: torch.device,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> float:
-    """One GradCache forward/backward over `columns` (each a list of texts); returns the loss.
+    """One GradCache forward/backward over `columns` (each a list of texts); returns the
+    (unscaled) loss.
 
     `embed(texts)` must run the model (with grad enabled by the caller's context) and
-    return (len(texts), d). Gradients are accumulated into the model's .grad fields.
+    return (len(texts), d). Gradients are accumulated into the model's .grad fields,
+    multiplied by `scaler`'s scale when it is enabled (fp16).
     """
     chunks: list[list[tuple[_RandState, list[str]]]] = []
     reps: list[Tensor] = []
@@ -67,7 +74,10 @@ def cached_step(
             col_reps = [torch.zeros(0, reps[0].size(1) if reps else 1, device=device)]
         reps.append(torch.cat(col_reps).requires_grad_(True))
     loss = loss_fn(reps)
-    loss.backward()
+    if scaler is None:
+        loss.backward()
+    else:
+        backward(loss, scaler)
     for col, col_chunks in enumerate(chunks):
         start = 0
         for state, part in col_chunks:

@@ -1,8 +1,10 @@
 """A training method is one entry of params.yaml's `train_contrastive.methods`: the input
-it trains on, its loss (a module of paracl.training.losses) and that loss's own params.
+it trains on, its loss (a module of paracl.training.losses) and that loss's own params,
+the shared training keys it sets for itself (lr, batch_size, ...: `run_config`) and its
+seeds. Each seed is one run (train_contrastive.runs, params.expand_runs), one DVC stage.
 
-`method_spec` checks an entry; `train_method` is everything the stage does with it: read
-the input, build the encoder, train, save the inference model with its card
+`method_spec` checks an entry; `train_method` is everything the stage does with a run:
+read the input, build the encoder, train, save the inference model with its card
 (training/encoder.py, training/card.py).
 """
 
@@ -16,7 +18,8 @@ from typing import Any
 from paracl.device import seed_everything
 from paracl.errors import InputError
 from paracl.models import resolve_model
-from paracl.params import ParamsError
+from paracl.params import METHOD_SETTINGS, ParamsError, method_settings
+from paracl.roundtrip.tagging import parse_tags
 from paracl.training import parallel
 from paracl.training.card import model_card
 from paracl.training.checkpoint import Checkpoint
@@ -50,15 +53,20 @@ PAPERS: dict[str, tuple[str, str]] = {
     "simcse_unsup": ("SimCSE unsupervised: dropout positives", SIMCSE),
     "simcse_sup": ("SimCSE supervised: NLI entailment/contradiction", SIMCSE),
     "ppdb": ("PPDB paper Eq. 1: PPDB paraphrase positives", PPDB),
-    "roundtrip": ("round-trip paper: SimCSE + round-trip paraphrases", ROUNDTRIP),
-    "paraphraser": ("round-trip paper: SimCSE + tag-controlled BART", ROUNDTRIP),
-    "jcse": ("JCSE stage one: generated negatives, weight alpha (Eq. 4)", JCSE),
-    "jcse_two_stage": ("JCSE stage two on NLI, from the jcse encoder", JCSE),
+    "roundtrip": ("round-trip paper: SimCSE + sampled, tagged round trips (train)", ROUNDTRIP),
+    "roundtrip_greedy": ("round-trip paper §4.4: SimCSE + greedy round trip", ROUNDTRIP),
+    "paraphraser": ("round-trip paper: SimCSE + paraphraser, requested tags pooled", ROUNDTRIP),
+    "paraphraser_bleu0_5": ("round-trip paper Table 3: SimCSE + <SIM95><BLEU0_5>", ROUNDTRIP),
+    "paraphraser_bleu20": ("round-trip paper Table 3: SimCSE + <SIM95><BLEU20>", ROUNDTRIP),
+    "paraphraser_bleu40": ("round-trip paper Table 3: SimCSE + <SIM95><BLEU40>", ROUNDTRIP),
+    "jcse": ("JCSE stage one: generated negatives, hard_negative_weight 0 (Eq. 4)", JCSE),
+    "jcse_two_stage": ("JCSE stage two: NLI, hard_negative_weight 1, from jcse", JCSE),
     "ams": ("additive margin scale loss + mega-batch mining (Alg. 2)", XPI),
     "ebsim": ("EBSIM RA + AA triplet losses", EBSIM),
     "ebsim_no_aa": ("EBSIM ablation -AA", EBSIM),
 }
-COMMON_KEYS = ("loss", "input", "data", "seed")  # every entry's keys; the rest: the loss's
+# every entry's keys and the shared keys it may set for itself; the rest: the loss's
+COMMON_KEYS = ("loss", "input", "data", "seeds", "tags", *METHOD_SETTINGS)
 
 
 @dataclass(frozen=True)
@@ -69,10 +77,12 @@ class MethodSpec:
     loss: str  # "none" (save the base as it is) or a key of LOSSES
     input: str  # what it trains on; with `data`, the encoder it continues from
     data: str | None  # continued training (jcse_two_stage): the training data
-    seed: int | None  # overrides the top-level seed
+    seed: int | None  # this run's seed (train_contrastive.runs); None: the top-level seed
+    tags: str | None  # the generated paraphrases of this tag pair only (paraphraser_bleu20)
     params: Any  # the loss module's Params (None for "none")
     paper: str
     citation: str
+    settings: dict = dataclasses.field(default_factory=dict)  # shared keys it sets itself
 
     @property
     def start(self) -> str | None:
@@ -88,8 +98,10 @@ class MethodSpec:
         return dataclasses.asdict(self.params) if self.params is not None else {}
 
 
-def method_spec(name: str, entry: dict) -> MethodSpec:
-    """Check `train_contrastive.methods.<name>` (its common keys are checked by params.py)."""
+def method_spec(name: str, entry: dict, run: dict | None = None) -> MethodSpec:
+    """Check `train_contrastive.methods.<name>` (its common keys are checked by params.py);
+    with `run` (an entry of train_contrastive.runs), the spec of that run: its seed, and
+    its input (a continued run starts from the encoder of its own seed)."""
     where = f"train_contrastive.methods.{name}"
     loss = entry["loss"]
     own = {k: v for k, v in entry.items() if k not in COMMON_KEYS}
@@ -101,6 +113,9 @@ def method_spec(name: str, entry: dict) -> MethodSpec:
         cls = LOSSES[loss].Params
         known = [f.name for f in dataclasses.fields(cls)]
         unknown = [k for k in own if k not in known]
+        renamed = getattr(LOSSES[loss], "RENAMED", {})  # keys a loss once took
+        if unknown and unknown[0] in renamed:
+            raise ParamsError(f"'{where}.{unknown[0]}' was replaced by {renamed[unknown[0]]}")
         if unknown:
             raise ParamsError(
                 f"unknown key '{where}.{unknown[0]}' (loss {loss} takes: {', '.join(known)})"
@@ -113,17 +128,31 @@ def method_spec(name: str, entry: dict) -> MethodSpec:
         raise ParamsError(
             f"'{where}.loss': unknown loss {loss!r} (known: none, {', '.join(LOSSES)})"
         )
+    tags = entry.get("tags")
+    if tags is not None:
+        if loss == "none" or hasattr(LOSSES[loss], "examples"):
+            raise ParamsError(f"'{where}.tags': loss {loss} does not read paraphrase pairs")
+        parse_tags(tags, f"'{where}.tags'")
     description, citation = PAPERS.get(name, (f"{loss} loss", ""))
     return MethodSpec(
         name,
         loss,
-        entry["input"],
+        run["input"] if run else entry["input"],
         entry.get("data"),
-        entry.get("seed"),
+        run["seed"] if run else None,
+        tags,
         params,
         description,
         citation,
+        method_settings(name, entry),
     )
+
+
+def run_config(spec: MethodSpec, cfg: dict) -> dict:
+    """The train_contrastive section as this method's run sees it: the method's own
+    settings over the shared keys, without the list of runs and seeds (which cannot change
+    its weights, so they stay out of its checkpoint key and model card)."""
+    return {k: v for k, v in cfg.items() if k not in ("seeds", "runs")} | spec.settings
 
 
 def train_method(
@@ -156,6 +185,7 @@ def train_method(
         None,
         cfg["freeze_embeddings"],
         None if as_is else cfg["dropout"],
+        None if as_is else cfg.get("prompt"),
     ).to(device)
     saved_length = model.max_seq_length  # the base's inference length: what is saved
     dev = read_sts(dev_path, cfg["dev_max_pairs"], seed)
@@ -185,6 +215,7 @@ def train_method(
         "paper": spec.paper,
         "model": resolved.describe(),
         "input": spec.input,
+        "seed": seed,
     }
     if spec.loss == "none":
         if parallel.is_main():  # nothing to train: rank 0 alone scores and saves
@@ -204,7 +235,7 @@ def train_method(
         examples = module.examples(spec.train_path, model, spec.params, cfg, seed)
         metrics["triples"] = examples["kind"].value_counts().sort_index().to_dict()
     else:
-        examples = load_examples(spec.train_path, cfg["max_examples"], seed)
+        examples = load_examples(spec.train_path, cfg["max_examples"], seed, tags=spec.tags)
     objective = module.objective(model, spec.params, cfg)
     if "negative" in getattr(objective, "column_names", ()) and examples["negative"].isna().any():
         raise InputError(f"{spec.train_path}: method {spec.name} needs a 'negative' for every row")
@@ -217,6 +248,7 @@ def train_method(
         seed=seed,
         mega_batch=objective.mega_batch,
         length_grouping=cfg["length_grouping"],
+        precision=cfg.get("precision", TrainConfig.precision),  # top-level (run.train_config)
     )
     result = train(
         model, examples, objective, config, dev_score, logger, objective.parameters(), checkpoint
@@ -243,7 +275,7 @@ def train_method(
         text = card(
             metrics["dev_spearman"],
             train_max_seq_length=cfg["max_seq_length"],
-            data=spec.train_path,
+            data=spec.train_path + (f" (tags {spec.tags})" if spec.tags else ""),
             examples=len(examples),
             params=card_params(spec, cfg, seed),
             training=training,

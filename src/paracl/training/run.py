@@ -35,7 +35,7 @@ History = dict[str, list[tuple[int, float]]]
 def run_method(spec: MethodSpec, params: dict, encoder: Path, metrics: Path, curves: Path) -> None:
     """Train `spec` and write the encoder, its metrics JSON and its curves (dvclive TSVs +
     curves.png), relaunching under torchrun when `train_contrastive.processes` > 1."""
-    cfg = params["train_contrastive"]
+    cfg = train_config(params)
     processes = parallel.env_world_size() if parallel.under_launcher() else cfg["processes"]
     if processes > 1 and not parallel.under_launcher():
         cmd = parallel.relaunch_command(processes, sys.argv)
@@ -59,6 +59,12 @@ def run_method(spec: MethodSpec, params: dict, encoder: Path, metrics: Path, cur
             sys.exit(128 + signal.SIGTERM)
 
 
+def train_config(params: dict) -> dict:
+    """The train_contrastive section with the top-level `precision`, which shapes the
+    weights too: the checkpoint key and the model card record it with the rest."""
+    return {**params["train_contrastive"], "precision": params["precision"]}
+
+
 def _relaunch(cmd: list[str]) -> int:
     """Run torchrun and wait; a SIGTERM to this process goes on to torchrun, which passes
     it to every rank (each then checkpoints and stops)."""
@@ -78,7 +84,7 @@ def _checkpoint(
     and removes checkpoints left by other params or inputs."""
     if spec.loss == "none":
         return None
-    cfg = params["train_contrastive"]
+    cfg = train_config(params)
 
     def key() -> str:
         start = spec.start

@@ -13,7 +13,10 @@ sentence-transformers provides the model, its saving and the InfoNCE (MNRL) loss
   plain accumulation over mini-batches.
 - After each epoch the dev score (STS dev Spearman) is computed; training stops after
   `patience` epochs without a gain and the best epoch's weights are restored.
-- Autocast (bf16/fp16) on CUDA, fp32 elsewhere; seeds fix shuffling and dropout.
+- Mixed precision as `precision` says (paracl.device: auto = bf16 on GPUs that have it,
+  fp16 on older ones, fp32 on CPU); in fp16 the loss is scaled (torch.amp.GradScaler)
+  so small gradients do not flush to zero, a no-op otherwise. Seeds fix shuffling and
+  dropout.
 - Under torchrun (parallel.py) every rank draws the same global batches, embeds its own
   contiguous rows, and the loss sees all ranks' rows (gather.py); gradients are averaged
   and rank 0 alone scores dev. A per-example objective (EBSIM) needs no gather: each
@@ -36,7 +39,15 @@ from sentence_transformers import SentenceTransformer
 from tqdm import tqdm
 from transformers import get_linear_schedule_with_warmup
 
-from paracl.device import adamw, autocast, seed_everything
+from paracl.device import (
+    DEFAULT_PRECISION,
+    adamw,
+    autocast,
+    backward,
+    grad_scaler,
+    optimizer_step,
+    seed_everything,
+)
 from paracl.distributed.gather import gather_columns, world_size
 from paracl.training import parallel
 from paracl.training.checkpoint import (
@@ -63,6 +74,7 @@ class TrainConfig:
     mega_batch: int = 1  # mini-batches aggregated for mining (AMS, Algorithm 2)
     weight_decay: float = 0.0
     length_grouping: bool = False  # batches of similar length (less padding; see _batches)
+    precision: str = DEFAULT_PRECISION  # auto | bf16 | fp16 | fp32 (paracl.device)
 
 
 @dataclass
@@ -122,7 +134,9 @@ def token_lengths(model: SentenceTransformer, examples: pd.DataFrame) -> list[in
     return longest
 
 
-def _embed_columns(model, cols: list[list[str]], device) -> list[torch.Tensor]:
+def _embed_columns(
+    model, cols: list[list[str]], device, precision: str = DEFAULT_PRECISION
+) -> list[torch.Tensor]:
     """All columns in ONE forward pass (SimCSE feeds its 2B views the same way).
 
     Every column holds sentences of the same kind, so merging them costs little padding
@@ -130,7 +144,7 @@ def _embed_columns(model, cols: list[list[str]], device) -> list[torch.Tensor]:
     is what unsupervised SimCSE's two views of one sentence need.
     """
     texts = [t for col in cols for t in col]
-    with autocast(device):
+    with autocast(device, precision):
         merged = embed(model, texts).float()
     return list(torch.split(merged, [len(col) for col in cols]))
 
@@ -149,21 +163,36 @@ class _Progress:
     batch: int = 0  # batch == the epoch's batch count: its steps are done, its dev score not
 
 
-def _step(model, objective, batch: pd.DataFrame, mini: int, device, loss_fn) -> float:
-    """Forward and backward of one global batch (this rank's rows); returns the loss."""
+def _step(
+    model: SentenceTransformer,
+    objective,
+    batch: pd.DataFrame,
+    mini: int,
+    device: torch.device,
+    loss_fn: Callable[[list[torch.Tensor]], torch.Tensor],
+    scaler: torch.amp.GradScaler,
+    precision: str = DEFAULT_PRECISION,
+) -> float:
+    """Forward and backward of one global batch (this rank's rows), the loss scaled by
+    `scaler` (fp16); returns the unscaled loss. The optimiser step is the caller's."""
     local = batch.iloc[parallel.local_rows(len(batch))]
     if objective.per_example:
         # this rank's rows; scaled so that the gradients averaged over ranks are the
         # global batch mean's, and the loss logged is its mean
         scale = world_size() * len(local) / len(batch)
-        loss = objective.step(model, local, mini, device, scale)
+        loss = objective.step(model, local, mini, device, scale, scaler=scaler, precision=precision)
         return parallel.mean_over_ranks(loss, device)
     cols = objective.columns(local)
     if mini >= len(local):
-        value = loss_fn(_embed_columns(model, cols, device))
-        value.backward()
+        value = loss_fn(_embed_columns(model, cols, device, precision))
+        backward(value, scaler)
         return float(value.detach())
-    return cached_step(lambda t: _autocast_embed(model, t, device), cols, loss_fn, mini, device)
+
+    def embed_part(texts: list[str]) -> torch.Tensor:
+        with autocast(device, precision):
+            return embed(model, texts)
+
+    return cached_step(embed_part, cols, loss_fn, mini, device, scaler)
 
 
 def train(
@@ -193,6 +222,7 @@ def train(
         return objective.loss(gather_columns(reps))
 
     optimizer = adamw(params, lr=config.lr, weight_decay=config.weight_decay)
+    scaler = grad_scaler(device, precision=config.precision)
     lengths = token_lengths(model, examples) if config.length_grouping else None
     per_epoch = len(_batches(len(examples), config.batch_size, config.seed, 0, lengths))
     if per_epoch == 0:
@@ -210,11 +240,13 @@ def train(
 
     def save(prepared: pd.DataFrame | None) -> None:
         """All ranks (their RNG states are gathered); rank 0 writes."""
-        state = _capture(model, extra, optimizer, scheduler, progress, prepared)
+        state = _capture(model, extra, optimizer, scheduler, scaler, progress, prepared)
         if parallel.is_main():
             checkpoint.save(state)
 
-    resumed_group = _restore(checkpoint, model, extra, optimizer, scheduler, progress, record)
+    resumed_group = _restore(
+        checkpoint, model, extra, optimizer, scheduler, scaler, progress, record
+    )
     result = progress.result
     start_epoch, start_batch = progress.epoch, progress.batch
     with sigterm_requests(checkpoint is not None) as requested:
@@ -246,11 +278,13 @@ def train(
                     if m0 + j < first:
                         continue
                     optimizer.zero_grad(set_to_none=True)
-                    loss = _step(model, objective, batch, mini, device, loss_fn)
+                    loss = _step(
+                        model, objective, batch, mini, device, loss_fn, scaler, config.precision
+                    )
                     parallel.average_gradients(params)
                     if not math.isfinite(loss):
                         raise FloatingPointError(f"loss became {loss} at step {result.steps}")
-                    optimizer.step()
+                    optimizer_step(optimizer, scaler)
                     scheduler.step()
                     result.steps += 1
                     result.examples_seen += len(batch)
@@ -304,6 +338,7 @@ def _capture(
     extra: list[torch.nn.Parameter],
     optimizer: torch.optim.Optimizer,
     scheduler,
+    scaler: torch.amp.GradScaler,
     progress: _Progress,
     prepared: pd.DataFrame | None,
 ) -> dict:
@@ -313,6 +348,7 @@ def _capture(
         "extra": [p.detach() for p in extra],
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict(),
+        "scaler": scaler.state_dict(),  # fp16's loss scale ({} when disabled)
         "best": progress.best_state,  # None: the weights above are the best so far
         "bad_epochs": progress.bad_epochs,
         "result": asdict(progress.result),
@@ -331,6 +367,7 @@ def _restore(
     extra: list[torch.nn.Parameter],
     optimizer: torch.optim.Optimizer,
     scheduler,
+    scaler: torch.amp.GradScaler,
     progress: _Progress,
     record: Logger,
 ) -> pd.DataFrame | None:
@@ -353,6 +390,8 @@ def _restore(
             p.copy_(saved)
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
+    if state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
     progress.best_state = state["best"]
     progress.bad_epochs = state["bad_epochs"]
     progress.result = TrainResult(**state["result"])
@@ -369,8 +408,3 @@ def _restore(
         )
     set_rng_state(rngs[parallel.rank()], model.device)
     return None if state["prepared"] is None else pd.DataFrame(state["prepared"])
-
-
-def _autocast_embed(model, texts, device):
-    with autocast(device):
-        return embed(model, texts)

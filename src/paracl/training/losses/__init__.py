@@ -25,7 +25,7 @@ from paracl.training.losses.weighted_hard_negative import WeightedHardNegativeLo
 
 LOSSES: dict[str, ModuleType] = {
     "infonce": infonce,  # SimCSE (unsup/sup), PPDB, round-trip, paraphraser
-    "jcse": weighted_hard_negative,  # JCSE Eq. 4 (stage one alpha 0, stage two alpha 1)
+    "jcse": weighted_hard_negative,  # JCSE Eq. 4 (hard_negative_weight: stage one 0, two 1)
     "ams": additive_margin,  # cross-lingual PI: additive margin + mega-batch mining
     "ebsim": ebsim_triplet,  # EBSIM RA + AA triplets from titled documents
 }

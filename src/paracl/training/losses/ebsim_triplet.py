@@ -26,7 +26,11 @@ Two choices the paper (BERT only) does not have to make, both measured on gemma-
 trains nothing: Table 5's -AA-RA row equals plain BERT, i.e. our `none`.)
 The heads are training-only; the saved encoder is the transformer with mean pooling.
 
-Triples (§3.2), built from the corpus:
+Triples (§3.2), built from the corpus once, before training, by a fixed retriever: the
+base model (train_contrastive.base_model) or the entry's `retriever`, with mean pooling,
+loaded once and never trained (§4.1: a BERT-base sentence encoder), so that the triples
+do not depend on the encoder being trained or on its training-only pooling (cls_mlp's
+random MLP):
 - token level: embed the title and every sentence of its article (mean pooling, cosine,
   Eq. 1), sort; <title, relevant_1, relevant_x> with x drawn (seeded) from 2..K;
 - structure level: mask the words of relevant_1 whose similarity to some title word is
@@ -34,8 +38,9 @@ Triples (§3.2), built from the corpus:
   <title, relevant_1, relevant_1^(drop)>; no triple when no word reaches eta.
 
 Word similarity: the paper uses 200-d word2vec trained on its corpus; offline we use the
-encoder's own input (wordpiece) embeddings, a word being the mean of its pieces — static
-vectors from the same model, no extra training. Words come from the corpus `tokens`.
+retriever's input (wordpiece) embeddings, a word being the mean of its pieces — static
+vectors, no extra training. Words come from the corpus `tokens`; the mask is the trained
+encoder's mask token ([MASK] where it has none).
 
 """
 
@@ -51,7 +56,7 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
-from paracl.device import autocast
+from paracl.device import DEFAULT_PRECISION, autocast, backward
 from paracl.errors import InputError
 from paracl.io import read_parquet
 
@@ -172,8 +177,10 @@ def mask_similar_words(
     words: list[str],
     eta: float,
     max_mask: float,
+    mask: str | None = None,
 ) -> list[str] | None:
-    """Eq. 3: [MASK] the words similar (>= eta) to a title word; None if none qualifies."""
+    """Eq. 3: `mask` the words similar (>= eta, `model`'s word vectors) to a title word;
+    None if none qualifies. `mask` None: `model`'s mask token, else [MASK]."""
     if not words or not title_words:
         return None
     sims = word_vectors(model, words) @ word_vectors(model, title_words).T
@@ -185,21 +192,23 @@ def mask_similar_words(
     chosen = set(candidates[:cap])
     if not chosen:
         return None
-    mask = model.tokenizer.mask_token or "[MASK]"
+    mask = mask or model.tokenizer.mask_token or "[MASK]"
     return [mask if i in chosen else w for i, w in enumerate(words)]
 
 
 @torch.inference_mode()
 def build_triples(
     corpus: pd.DataFrame,
-    model: SentenceTransformer,
+    retriever: SentenceTransformer,
     eta: float,
     max_mask: float,
     seed: int,
     max_docs: int | None = None,
     where: str = "corpus",
+    mask: str | None = None,
 ) -> pd.DataFrame:
-    """(anchor=title, positive=relevant_1, negative=relevant_x or relevant_1^drop, kind)."""
+    """(anchor=title, positive=relevant_1, negative=relevant_x or relevant_1^drop, kind),
+    ranked and word-matched by `retriever`; `mask` replaces the masked words."""
     need = {"doc_id", "title", "text"}
     if not need <= set(corpus.columns):
         raise InputError(
@@ -220,7 +229,7 @@ def build_triples(
     docs_text = [[str(g["title"].iloc[0])] + g["text"].astype(str).tolist() for g in groups]
     flat = [t for d in docs_text for t in d]
     log.info("EBSIM: embedding %d titles and sentences of %d documents", len(flat), len(groups))
-    emb_all = model.encode(
+    emb_all = retriever.encode(
         flat, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=True
     )
     starts = np.cumsum([0] + [len(d) for d in docs_text[:-1]])
@@ -233,7 +242,7 @@ def build_triples(
         x = order[int(rng.integers(1, len(order)))]
         rows.append((title, texts[first], texts[x], "token"))
         words = _words(g.iloc[first])
-        dropped = mask_similar_words(model, title.split(), words, eta, max_mask)
+        dropped = mask_similar_words(retriever, title.split(), words, eta, max_mask, mask)
         if dropped is not None:
             rows.append((title, texts[first], " ".join(dropped), "structure"))
     return pd.DataFrame(rows, columns=["anchor", "positive", "negative", "kind"])
@@ -269,19 +278,30 @@ class EbsimObjective:
         return self.loss_fn.scores(hidden, seq == 0, seq == 1, summary_at)
 
     def step(
-        self, model: SentenceTransformer, batch: pd.DataFrame, mini: int, device, scale=1.0
+        self,
+        model: SentenceTransformer,
+        batch: pd.DataFrame,
+        mini: int,
+        device,
+        scale=1.0,
+        scaler: torch.amp.GradScaler | None = None,
+        precision: str = DEFAULT_PRECISION,
     ) -> float:
         """Per-example loss: plain accumulation over mini-batches is exact here. The
-        batch mean is multiplied by `scale` (a rank's share of a global batch)."""
+        batch mean is multiplied by `scale` (a rank's share of a global batch); `scaler`
+        scales it for backward in fp16 (paracl.device)."""
         total = 0.0
         for start in range(0, len(batch), mini):
             part = batch.iloc[start : start + mini]
             t = part["anchor"].astype(str).tolist()
-            with autocast(device):
+            with autocast(device, precision):
                 pos = self._pair_scores(model, t, part["positive"].astype(str).tolist())
                 neg = self._pair_scores(model, t, part["negative"].astype(str).tolist())
             loss = self.loss_fn(pos, neg) * (len(part) / len(batch) * scale)
-            loss.backward()
+            if scaler is None:
+                loss.backward()
+            else:
+                backward(loss, scaler)
             total += float(loss.detach())
         return total
 
@@ -298,6 +318,7 @@ class Params:
     max_mask: float = 0.5  # at most this share of its words
     beta: float = 1.0  # triplet margin (Eq. 5)
     aspects: tuple[str, ...] = ("ra", "aa")  # ("ra",): the -AA ablation (Table 5)
+    retriever: str | None = None  # ranks sentences (mean pooling); null: the base model
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "aspects", tuple(self.aspects))
@@ -305,16 +326,44 @@ class Params:
             raise ValueError("eta must be in [-1, 1], max_mask in [0, 1], beta >= 0")
         if not self.aspects or set(self.aspects) - {"ra", "aa"}:
             raise ValueError(f"aspects must be a non-empty subset of [ra, aa], got {self.aspects}")
+        if self.retriever is not None and (
+            not isinstance(self.retriever, str) or not self.retriever.strip()
+        ):
+            raise ValueError(f"retriever must be a model id or directory, got {self.retriever!r}")
 
 
 def objective(model: SentenceTransformer, params: Params, cfg: dict) -> EbsimObjective:
     return EbsimObjective(model, params.aspects, params.beta, 2 * cfg["max_seq_length"])
 
 
+def load_retriever(model_id: str, device: torch.device) -> SentenceTransformer:
+    """The fixed sentence encoder that builds the triples: `model_id` resolved as every
+    model is (paracl.models), mean pooling, its own inference length, eval mode and no
+    gradients (it is not the encoder being trained and never changes)."""
+    from paracl.models import resolve_model
+    from paracl.training.encoder import build_encoder
+
+    resolved = resolve_model(model_id)
+    log.info("EBSIM retriever: %s, mean pooling (fixed)", resolved.describe())
+    retriever = build_encoder(resolved.path, "mean", max_seq_length=None).to(device).eval()
+    retriever.requires_grad_(False)
+    return retriever
+
+
 def examples(
     path: str, model: SentenceTransformer, params: Params, cfg: dict, seed: int
 ) -> pd.DataFrame:
-    """EBSIM trains on triples built from the corpus itself (titles and documents)."""
+    """EBSIM trains on triples built from the corpus itself (titles and documents),
+    retrieved by the fixed encoder (`retriever`, else the base model), not by `model`."""
+    retriever = load_retriever(params.retriever or cfg["base_model"], model.device)
+    mask = model.tokenizer.mask_token or "[MASK]"  # what the trained encoder reads
     return build_triples(
-        read_parquet(path), model, params.eta, params.max_mask, seed, cfg["max_examples"], path
+        read_parquet(path),
+        retriever,
+        params.eta,
+        params.max_mask,
+        seed,
+        cfg["max_examples"],
+        path,
+        mask,
     )

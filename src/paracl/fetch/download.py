@@ -1,0 +1,61 @@
+"""One HTTP(S) download, checked for completeness before anyone reads it.
+
+Why the byte counting: a server that drops the connection mid-file can leave a short
+file that `urlopen` reports as a normal end of stream; a file shorter than its
+Content-Length (or than the registry's size) is refused here, with one line naming the
+URL, before the checksum would reject it less clearly.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from tqdm import tqdm
+
+from paracl.fetch.registry import FetchError
+
+ALLOW_ENV = "PARACL_ALLOW_DOWNLOAD"
+TIMEOUT_S = 60
+
+
+def downloads_allowed() -> bool:
+    """Downloads from the registered URLs need the user's explicit yes, as model downloads
+    do (paracl.models): `PARACL_ALLOW_DOWNLOAD=1`, or `fetch.mirror: null`."""
+    return os.environ.get(ALLOW_ENV) == "1"
+
+
+def download(url: str, dest: Path, size: int | None) -> None:
+    """Write `url` to `dest`; FetchError (one line) on HTTP errors and short reads."""
+    request = urllib.request.Request(url, headers={"User-Agent": "paracl-fetch"})
+    got = 0
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            length = response.headers.get("Content-Length")
+            total = int(length) if length and length.isdigit() else size
+            with (
+                open(dest, "wb") as out,
+                tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, leave=False) as bar,
+            ):
+                while block := response.read(1 << 20):
+                    out.write(block)
+                    got += len(block)
+                    bar.update(len(block))
+    except urllib.error.HTTPError as err:
+        raise FetchError(f"{url}: HTTP {err.code} {err.reason}; nothing was kept") from None
+    except http.client.IncompleteRead as err:
+        raise FetchError(
+            f"{url}: download cut off after {got + len(err.partial)} bytes; nothing was kept"
+        ) from None
+    except (OSError, http.client.HTTPException) as err:
+        raise FetchError(f"could not download {url}: {err}; nothing was kept") from None
+    expected = total if total is not None else size
+    if expected is not None and got < expected:
+        raise FetchError(
+            f"{url}: download cut off after {got} of {expected} bytes; nothing was kept"
+        )
+    if size is not None and got != size:
+        raise FetchError(f"{url}: {got} bytes, the registry says {size}; nothing was kept")

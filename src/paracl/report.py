@@ -1,0 +1,568 @@
+"""`paracl report`: the tables and plots of README.md and docs/, rendered from committed JSON.
+
+Why: a result typed into a README goes stale the day it is re-measured, and nobody
+notices. Here every result table is rendered from a committed `results/<name>/summary.json`
+(by the summary stage's own renderer, `paracl.evaluation.summary.to_markdown`) and
+written between markers in the Markdown files:
+
+    <!-- report:effect-en:table -->   ...generated, do not edit...   <!-- /report -->
+
+`NAME` is a directory of results/ (a θ sweep's `exp-show-*.json` directory too);
+`:PART` picks `table` (the main table and its legend), `sets` (per-set scores),
+`claims` (the papers' claims) or, by default, all of it. `tests/test_docs.py` fails
+when a block differs from what this renders, so a re-measured result cannot be shown
+with old numbers. The configuration reference (docs/reference/params.md) is generated
+the same way, from the dataclasses of `paracl.params`, so it cannot drift either.
+
+Plots go to docs/img/: bars with the seed spread per method, the θ curve
+(`paracl.evaluation.theta_curve`) and the round-trip heatmaps where their data is in
+results/default/heatmaps/ (`paracl.roundtrip.heatmap`). They are small, committed, and
+redrawn by the same command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import sys
+import types
+from dataclasses import MISSING, Field, fields, is_dataclass
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+from paracl.errors import InputError
+from paracl.io import atomic_path, read_json
+
+MARKER = re.compile(
+    r"<!-- report:(@?[A-Za-z0-9_.-]+)(?::([a-z]+))? -->\n(.*?)<!-- /report -->\n", re.S
+)
+PARTS = ("all", "table", "sets", "claims")
+PARAMS_PAGE = Path("docs/reference/params.md")
+IMG = Path("docs/img")
+# Row order of the tables (the JSON's keys are sorted); unknown methods follow, sorted.
+METHOD_ORDER = ("none", "simcse_unsup", "simcse_wiki", "simcse_wiki_domain", "simcse_sup",
+                "ppdb", "roundtrip", "roundtrip_greedy", "paraphraser", "paraphraser_bleu0_5",
+                "paraphraser_bleu20", "paraphraser_bleu40", "jcse", "jcse_unadapted",
+                "jcse_two_stage", "ams", "ebsim", "ebsim_no_aa")  # fmt: skip
+
+# Committed results measured before the method-fidelity fixes (issue 29), by the sha256 of
+# their data: every row on SmolLM2 embedded its chat template (‡), jcse / jcse_two_stage
+# also trained the paper's α read literally (§), roundtrip / paraphraser data the methods
+# no longer use (¶). A re-measured file has
+# another hash and loses its marks; tests/test_docs.py fails while an entry here names a
+# file that changed, so the entry is removed on purpose, not forgotten.
+PRE_FIX = {
+    "effect-en": "00c00b9bf1ef0cd0882b6ff2a9f537d0ec39a5d3978a54d9058506d643cc7ec3",
+    "effect-ja": "ec8ea1ce819f0e347f25824cc6d2054dcefa29f6e556eaed0b35bcf16f68aba2",
+    "effect-ja-ebsim": "41e2df21542f2d59bc3bdee6f57dfc8a1844d466a349606e7b6201f7b6c22846",
+    "effect-en-theta": "bb8fc8bc6e360648bf6930b6ed760672a6f78590657b3011bbc65bdba70fb98f",
+}
+MARKS = {
+    "‡": "every sentence was embedded inside SmolLM2's chat template (sentence-transformers' "
+    "default for a tokenizer that has one; issue 29 item 1), in training and in scoring",
+    "§": "JCSE's hard-negative weight was read from the paper's α, not the authors' code "
+    "(stage one dropped each anchor's own negative from its denominator; issue 29 item 2)",
+    "¶": "trained on data the method no longer uses: roundtrip on every split of tagged.parquet "
+    "(now its train split), paraphraser on every generated tag pooled (now one encoder per "
+    "tag, e.g. paraphraser_bleu20; issue 29 item 5)",
+}
+PRE_FIX_NOTE = (
+    "**Measured before the method-fidelity fixes (issue 29); re-measurement pending "
+    "(issue 33).** Every row was scored on the first 100 pairs of each set (a prefix; "
+    "evaluation now draws a stratified sample)."
+)
+# Bases whose tokenizer carries a chat template (the packaged gemma-3 GGUF has none).
+TEMPLATE_BASES = ("HuggingFaceTB/SmolLM2",)
+
+
+# -- reading results/ ------------------------------------------------------------------
+
+
+def result_names(results: Path) -> list[str]:
+    """Every results/<name>/ that holds a summary.json or a θ sweep's exp-show files."""
+    if not results.is_dir():
+        return []
+    return sorted(d.name for d in results.iterdir() if d.is_dir() and _data_files(d))
+
+
+def _data_files(directory: Path) -> list[Path]:
+    summary = directory / "summary.json"
+    return [summary] if summary.is_file() else sorted(directory.glob("exp-show-*.json"))
+
+
+def data_sha256(directory: Path) -> str:
+    """One hash over a result's data files (what PRE_FIX pins)."""
+    digest = hashlib.sha256()
+    for path in _data_files(directory):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def pre_fix(results: Path, name: str) -> bool:
+    """True where the committed data is the one measured before issue 29's fixes."""
+    return bool(PRE_FIX.get(name)) and data_sha256(results / name) == PRE_FIX[name]
+
+
+def _marks(name: str, row: dict, stale: bool) -> str:
+    if not stale:
+        return ""
+    templated = any(m.startswith(TEMPLATE_BASES) for m in row.get("base_models", []))
+    return (
+        ("‡" if templated else "")
+        + ("§" if name.startswith("jcse") else "")
+        + ("¶" if name in ("roundtrip", "paraphraser") else "")
+    )
+
+
+def ordered(summary: dict) -> dict:
+    """The summary with its rows in METHOD_ORDER."""
+    rank = {m: i for i, m in enumerate(METHOD_ORDER)}
+    names = sorted(summary["methods"], key=lambda m: (rank.get(m, len(rank)), m))
+    return {**summary, "methods": {m: summary["methods"][m] for m in names}}
+
+
+def marked(text: str, summary: dict, stale: bool) -> str:
+    """`text` with each row's marks after its method name (table rows and list items;
+    the names stay untouched in the summary, whose `none` row the renderer looks up)."""
+    for name, row in summary["methods"].items():
+        mark = _marks(name, row, stale)
+        if mark:
+            text = re.sub(rf"(?m)^(\| |- ){re.escape(name)}(?=[ :])", rf"\g<1>{name} {mark}", text)
+    return text
+
+
+# -- rendering tables --------------------------------------------------------------------
+
+
+def split_parts(markdown: str) -> dict[str, str]:
+    """to_markdown's output cut into its parts (paragraphs are blank-line separated)."""
+    paras = markdown.strip("\n").split("\n\n")
+    parts = {"all": markdown.strip("\n"), "table": "\n\n".join(paras[:2]), "sets": "", "claims": ""}
+    for i, para in enumerate(paras):
+        if re.match(r"^[^|\n]* by set \(", para):
+            parts["sets"] = "\n\n".join(paras[i : i + 2])
+        elif para.startswith("The papers' claims"):
+            parts["claims"] = "\n\n".join(paras[i : i + 3])
+    return parts
+
+
+def _legend(text: str, stale: bool) -> str:
+    used = [f"{mark}: {why}." for mark, why in MARKS.items() if mark in text]
+    return "\n\n" + " ".join([PRE_FIX_NOTE, *used]) if stale else ""
+
+
+def render_summary(results: Path, name: str, part: str) -> str:
+    from paracl.evaluation.summary import to_markdown
+
+    summary = ordered(read_json(results / name / "summary.json"))
+    stale = pre_fix(results, name)
+    text = marked(split_parts(to_markdown(summary))[part], summary, stale)
+    if not text:
+        raise InputError(f"results/{name}/summary.json has no '{part}' part")
+    return text + _legend(text, stale)
+
+
+def render_theta(results: Path, name: str) -> str:
+    """The θ sweep's table (PPDB paper Figure 2): ppdb's score per θ over its seeds,
+    and its difference to `none` with the summary's own test over seeds."""
+    from paracl.evaluation import theta_curve as tc
+
+    data = [read_json(p) for p in _data_files(results / name)]
+    rows = tc.curve(tc.points(data, "ppdb", "avg"))
+    effects: dict[float, list] = {}
+    for rec in tc._records(data):  # one walker over exp-show's nesting: theta_curve's own
+        params = ((rec["data"].get("params") or {}).get("params.yaml") or {}).get("data") or {}
+        metrics = (rec["data"].get("metrics") or {}).get(tc.SUMMARY) or {}
+        ppdb = ((metrics.get("data") or {}).get("methods") or {}).get("ppdb") or {}
+        if rec["rev"] != "workspace" and ppdb.get("vs_none") and "theta" in params:
+            effects.setdefault(float(params["theta"]), []).append(ppdb["vs_none"])
+    lines = ["| θ | ppdb, STS avg (mean ± sd over seeds) | Δ vs none | p (seeds) | experiments |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        found = effects.get(r["theta"], [])
+        diff = p = ""
+        if len(found) == 1:  # an average of several experiments has no one test
+            eff = found[0]
+            diff = f"{'+' if eff['diff'] >= 0 else '−'}{abs(eff['diff']):.1f}"
+            diff = f"**{diff}**" if eff.get("holds") else diff
+            p = "" if eff.get("p") is None else f"{eff['p']:.3f}"
+        value = f"{r['value']:.1f}" + ("" if r["std"] is None else f" ± {r['std']:.1f}")
+        lines.append(f"| {r['theta']:g} | {value} | {diff} | {p} | {r['n_experiments']} |")
+    lines += [
+        "",
+        "Bold: p < 0.05 and every seed moves the same way (the summary's test over seeds).",
+    ]
+    text = "\n".join(lines)
+    if pre_fix(results, name):
+        text += f"\n\n{PRE_FIX_NOTE} Every row ‡: {MARKS['‡']}."
+    return text
+
+
+# -- plots ---------------------------------------------------------------------------------
+
+
+def plot_summary(summary: dict, path: Path, title: str, marks: dict[str, str]) -> None:
+    """Bars: each method's mean Avg. with its seeds' sd, every seed a dot, `none` a line."""
+    from paracl.plots import png_figure
+
+    rows = summary["methods"]
+    names = list(rows)[::-1]  # first row on top
+    seeds = [v for r in rows.values() for v in (r.get("runs") or {}).values() if v is not None]
+    with png_figure(path, dpi=80, figsize=(6.4, 0.42 * len(names) + 1.2)) as (_, ax):
+        for y, name in enumerate(names):
+            runs = [v for v in (rows[name].get("runs") or {}).values() if v is not None]
+            if not runs:
+                continue
+            mean = sum(runs) / len(runs)
+            spread = rows[name].get("avg_std") or 0.0
+            ax.barh(y, mean, xerr=spread or None, color="#7aa6d6", capsize=3)
+            ax.scatter(runs, [y] * len(runs), color="#1f3b5c", s=12, zorder=3)
+        base = (rows.get("none") or {}).get("avg")
+        if base is not None:
+            ax.axvline(base, color="#c0392b", linestyle="--", linewidth=1, label="none")
+            ax.legend(loc="lower right", fontsize=8)
+        ax.set_yticks(
+            range(len(names)), [f"{n} {marks.get(n, '')}".strip() for n in names], fontsize=8
+        )
+        ax.set_xlabel("Avg. (×100); bar: mean ± sd over seeds, dots: seeds", fontsize=8)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlim(left=max(0.0, min(seeds, default=0.0) - 10))
+
+
+def plot_heatmaps(directory: Path, path: Path) -> bool:
+    """The round-trip heatmaps (paper Figures 1 and 3) from the bin CSVs the tag and
+    generate_paraphrases stages write (one row per pair: sim_bin, bleu_bin)."""
+    import numpy as np
+    import pandas as pd
+
+    from paracl.roundtrip.heatmap import write_png
+
+    files = sorted(directory.glob("*.csv")) + sorted(directory.glob("generated/*.csv"))
+    if not files:
+        return False
+    panels = {}
+    for f in files:
+        rows = pd.read_csv(f, dtype=str)
+        # a bin label "70-80" -> its midpoint 75, which falls in the same bin again
+        sim, bleu = (
+            np.array([float(b.split("-")[0]) + 5 for b in rows[c]]) for c in ("sim_bin", "bleu_bin")
+        )
+        title = "round trip (Fig. 1)" if f.parent == directory else f.stem.replace("_", " ")
+        panels[title] = (sim, bleu)
+    write_png(panels, path)
+    return True
+
+
+def draw_plots(root: Path) -> list[Path]:
+    """Every plot of every committed result, into docs/img/; returns what was written."""
+    from paracl.evaluation import theta_curve as tc
+
+    results, written = root / "results", []
+    for name in result_names(results):
+        out = root / IMG / f"{name}.png"
+        if (results / name / "summary.json").is_file():
+            stale = pre_fix(results, name)
+            summary = ordered(read_json(results / name / "summary.json"))
+            plot_summary(
+                summary, out, name, {m: _marks(m, r, stale) for m, r in summary["methods"].items()}
+            )
+        else:
+            data = [read_json(p) for p in _data_files(results / name)]
+            tc.plot(tc.curve(tc.points(data, "ppdb", "avg")), out, "ppdb", "avg")
+        written.append(out)
+        heat = root / IMG / f"{name}-heatmaps.png"
+        if plot_heatmaps(results / name / "heatmaps", heat):
+            written.append(heat)
+    return written
+
+
+# -- the marked blocks of README.md and docs/ ---------------------------------------------
+
+
+def pages(root: Path) -> list[Path]:
+    """The Markdown files that may hold report blocks (the params page is all generated)."""
+    docs = sorted(p for p in (root / "docs").rglob("*.md") if p != root / PARAMS_PAGE)
+    return [root / "README.md", *docs]
+
+
+def _image(root: Path, page: Path, name: str, suffix: str = "") -> str:
+    rel = os.path.relpath(root / IMG / f"{name}{suffix}.png", page.parent)
+    return f"![{name}{suffix}]({Path(rel).as_posix()})"
+
+
+def render_sources() -> str:
+    """The data registry per source: files, bytes, licence, where the checksums came from."""
+    from paracl.fetch.registry import load_registry
+
+    by_source: dict[str, list] = {}
+    for entry in load_registry():
+        by_source.setdefault(entry.source, []).append(entry)
+    lines = ["| source | files | bytes | licence | checksum from |", "|---|---|---|---|---|"]
+    for source, files in sorted(by_source.items()):
+        sizes = [f.bytes for f in files]
+        known = [n for n in sizes if n is not None]
+        size = " + ".join(
+            ([f"{sum(known):,}"] if known else []) + (["unknown"] if None in sizes else [])
+        )
+        unverified = sum(not f.verified for f in files)
+        origin = "; ".join(sorted({f.checksum_from for f in files if f.checksum_from}))
+        origin += f" ({unverified} without a published checksum)" if unverified else ""
+        licences = "; ".join(sorted({f.license for f in files}))
+        lines.append(
+            f"| `{source}` | {len(files)} | {size} | {_cell(licences)} | {_cell(origin)} |"
+        )
+    return (
+        "\n".join(lines)
+        + "\n\n<small>Rendered by `paracl report` from `src/paracl/fetch/sources.tsv`.</small>"
+    )
+
+
+def render_tasks() -> str:
+    """The evaluation task registry: metric, group, the paper's split sizes, hyperparameters."""
+    from paracl.evaluation.tasks import TASKS
+
+    lines = ["| task | lang | metric | group | paper's train / dev / test | epochs, lr, batch from |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for name, t in TASKS.items():
+        sizes = getattr(t, "paper_sizes", None)
+        sizes = " / ".join(f"{n:,}" for n in sizes) if sizes else "–"
+        lines.append(f"| `{name}` ({_cell(t.title)}) | {t.lang} | {t.metric} | {t.group} | "
+                     f"{sizes} | {_cell(t.hp_source)} |")  # fmt: skip
+    return (
+        "\n".join(lines)
+        + "\n\n<small>Rendered by `paracl report` from `src/paracl/evaluation/tasks.py`.</small>"
+    )
+
+
+GENERATED = {"@sources": render_sources, "@tasks": render_tasks}
+
+
+def render_block(root: Path, page: Path, name: str, part: str) -> str:
+    """What belongs between one pair of markers."""
+    if name.startswith("@"):
+        if name not in GENERATED:
+            raise InputError(
+                f"{page}: unknown report block '{name}' (known: {', '.join(GENERATED)})"
+            )
+        return GENERATED[name]()
+    results = root / "results"
+    source = f"results/{name}/"
+    if name not in result_names(results):
+        how = (
+            "`dvc repro`, then `paracl report --snapshot-default`"
+            if name == "default"
+            else (
+                f"`paracl preset {name} && dvc repro`, then copy `metrics/summary.*` into `{source}`"
+            )
+        )
+        return f"*{source} is not committed yet: {how}.*"  # fmt: skip
+    if part == "heatmaps":
+        if not (results / name / "heatmaps").is_dir():
+            return f"*{source}heatmaps/ is not committed.*"
+        return f"{_image(root, page, name, '-heatmaps')}"
+    theta = not (results / name / "summary.json").is_file()
+    if part == "plot":
+        return _image(root, page, name)
+    text = render_theta(results, name) if theta else render_summary(results, name, part)
+    where = f"{source}exp-show-*.json" if theta else f"{source}summary.json"
+    image = f"\n\n{_image(root, page, name)}" if part in ("all", "table") else ""
+    return f"{text}{image}\n\n<small>Rendered by `paracl report` from `{where}`.</small>"
+
+
+def fill(root: Path, page: Path, text: str) -> str:
+    """`text` with every marked block re-rendered."""
+
+    def one(match: re.Match) -> str:
+        name, part = match.group(1), match.group(2) or "all"
+        if part not in (*PARTS, "plot", "heatmaps"):
+            line = text.count("\n", 0, match.start()) + 1
+            raise InputError(f"{page}:{line}: unknown report part '{part}' "
+                             f"(known: {', '.join((*PARTS, 'plot', 'heatmaps'))})")  # fmt: skip
+        head = f"<!-- report:{name}{':' + part if match.group(2) else ''} -->\n"
+        return f"{head}{render_block(root, page, name, part)}\n<!-- /report -->\n"
+
+    return MARKER.sub(one, text)
+
+
+def marked_names(root: Path) -> set[str]:
+    """The result names some page shows."""
+    return {m.group(1) for page in pages(root) if page.is_file()
+            for m in MARKER.finditer(page.read_text(encoding="utf-8"))}  # fmt: skip
+
+
+# -- the configuration reference, from paracl.params ---------------------------------------
+
+
+def _yaml(value: Any) -> str:
+    if value is None:
+        return "`null`"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    return f"`{list(value) if isinstance(value, tuple) else value}`"
+
+
+def _type_words(tp: Any) -> str:
+    """A field's type in words (Markdown-table safe: no bare pipes)."""
+    if get_origin(tp) in (Union, types.UnionType):
+        inner = [t for t in get_args(tp) if t is not type(None)]
+        return f"{_type_words(inner[0])} or null"
+    if get_origin(tp) is Literal:
+        return "one of " + ", ".join(f"`{c}`" for c in get_args(tp))
+    if get_origin(tp) in (list, tuple):
+        return f"list of {_type_words(get_args(tp)[0])}"
+    if get_origin(tp) is dict:
+        keys, item = get_args(tp)
+        per = (
+            ("per language (" + ", ".join(get_args(keys)) + ")")
+            if get_origin(keys) is Literal
+            else "per name"
+        )
+        return f"{_type_words(item)} {per}"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _range(meta: dict) -> str:
+    lo, hi = meta.get("min"), meta.get("max")
+    if lo is not None and hi is not None:
+        return f"[{lo}, {hi}]"
+    return f"≥ {lo}" if lo is not None else (f"≤ {hi}" if hi is not None else "")
+
+
+def _rows(keys: list[Field], prefix: str) -> list[str]:
+    """One table row per key (a section's fields), nested sections flattened into dotted keys."""
+    out = []
+    for f in keys:
+        key, tp, meta = f"{prefix}{f.name}", f.type, dict(f.metadata)
+        if get_origin(tp) is dict and is_dataclass(get_args(tp)[1]):
+            names = get_args(tp)[0]
+            sub = (
+                "{" + ",".join(get_args(names)) + "}" if get_origin(names) is Literal else "<name>"
+            )
+            if meta.get("help"):
+                out.append(f"| `{key}` | mapping | | required | {_cell(meta['help'])} |")
+            out += _rows(fields(get_args(tp)[1]), f"{key}.{sub}.")
+            continue
+        if is_dataclass(tp):
+            out += _rows(fields(tp), f"{key}.")
+            continue
+        default = "required" if f.default is MISSING and f.default_factory is MISSING else _yaml(
+            f.default if f.default is not MISSING else f.default_factory())  # fmt: skip
+        out.append(f"| `{key}` | {_type_words(tp)} | {_range(meta)} | {default} | "
+                   f"{_cell(meta.get('help', ''))} |")  # fmt: skip
+    return out
+
+
+HEAD = "| key | type | range | schema default | what it does |\n|---|---|---|---|---|"
+
+
+def _loss_sections() -> list[str]:
+    """The method entries' own keys: the shared keys a method may set for itself, then one
+    table per loss of LOSSES."""
+    from paracl import params
+    from paracl.training.losses import LOSSES
+
+    own = getattr(params, "METHOD_SETTINGS", ())
+    out = ["## Method entries: each loss's own keys", "",
+           "An entry of `train_contrastive.methods` takes the keys above"
+           + (", may set " + ", ".join(f"`{k}`" for k in own)
+              + " for itself (over the shared key of the same name)" if own else "")
+           + ", and takes its loss's own keys, checked by the loss's `Params` "
+           "(`src/paracl/training/losses/`):", ""]  # fmt: skip
+    for loss, module in LOSSES.items():
+        doc = " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
+        out += [f"### `loss: {loss}`", "", doc, ""]
+        keys = fields(module.Params)
+        if not keys:
+            out += ["No keys of its own.", ""]
+            continue
+        out += ["| key | type | default |", "|---|---|---|"]
+        out += [f"| `{f.name}` | {_type_words(f.type)} | {_yaml(f.default)} |" for f in keys]
+        out.append("")
+    return out
+
+
+def params_reference() -> str:
+    """docs/reference/params.md: every key of params.yaml with its type, range, default
+    and help, from the dataclasses that validate it (paracl.params)."""
+    from paracl import params
+
+    top = [f for f in fields(params.Params) if not is_dataclass(f.type)]
+    sections = [f for f in fields(params.Params) if is_dataclass(f.type)]
+    out = ["# Configuration reference", "",
+           "<!-- generated by `paracl report` from src/paracl/params.py: do not edit -->", "",
+           "Every key of `params.yaml`, as `src/paracl/params.py` declares and checks it. "
+           "A stage refuses a params file with an unknown key, a wrong type or a value out "
+           "of range, naming the key. *required* means params.yaml must set it; the values "
+           "of the default run are in params.yaml, with a comment on each. Presets "
+           "([Presets](../presets.md)) change some of them.", "",
+           "## Top level", "", HEAD]  # fmt: skip
+    out += _rows(top, "")
+    for f in sections:
+        doc = (f.type.__doc__ or "").strip()
+        out += ["", f"## `{f.name}`", ""]
+        if doc and not doc.startswith(f.type.__name__ + "("):
+            out += [" ".join(doc.split()), ""]
+        out += [HEAD, *_rows(fields(f.type), f"{f.name}.")]
+    out += ["", *_loss_sections()]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def snapshot_default(root: Path) -> None:
+    """Copy the default run's summary and heatmap data from metrics/ into results/default/,
+    where they are kept as the committed result (metrics/ is the work tree's latest run)."""
+    metrics, out = root / "metrics", root / "results" / "default"
+    if not (metrics / "summary.json").is_file():
+        raise InputError(f"{metrics / 'summary.json'}: not found (run `dvc repro` first)")
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("summary.json", "summary.md"):
+        with atomic_path(out / name) as tmp:
+            shutil.copyfile(metrics / name, tmp)
+    heat = metrics / "roundtrip" / "heatmaps"
+    if heat.is_dir():
+        shutil.rmtree(out / "heatmaps", ignore_errors=True)
+        shutil.copytree(heat, out / "heatmaps")
+
+
+def expected(root: Path) -> dict[Path, str]:
+    """Every generated file (or file with generated blocks) and its rendered text."""
+    out = {root / PARAMS_PAGE: params_reference()}
+    for page in pages(root):
+        if page.is_file():
+            out[page] = fill(root, page, page.read_text(encoding="utf-8"))
+    return out
+
+
+def outdated(root: Path) -> list[Path]:
+    """The files whose generated parts differ from what the committed data renders."""
+    return [p for p, text in expected(root).items()
+            if not p.is_file() or p.read_text(encoding="utf-8") != text]  # fmt: skip
+
+
+def main(root: Path, check: bool = False, snapshot: bool = False, plots: bool = True) -> int:
+    """`paracl report`: render (or with check, compare); 1 when something is stale."""
+    if check:
+        stale = outdated(root)
+        for path in stale:
+            print(f"{path}: differs from what `paracl report` renders", file=sys.stderr)
+        return 1 if stale else 0
+    if snapshot:
+        snapshot_default(root)
+    for path, text in expected(root).items():
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            with atomic_path(path) as tmp:
+                tmp.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+    if plots:
+        for path in draw_plots(root):
+            print(f"drew {path}")
+    return 0

@@ -1,0 +1,98 @@
+"""Tiny tokenizers in the file layouts of the real hub repositories.
+
+Why not one generic tokenizer for every tiny model: how a model's tokenizer is stored
+decides which code loads it. rinna's and sonoisa's repositories, and DeBERTa-v3's, ship
+only a SentencePiece model (`spiece.model` / `spm.model`), so loading them converts it
+and needs the `sentencepiece` package; GPT-2 and BART ship byte-level BPE `vocab.json` +
+`merges.txt`; BERT a WordPiece `vocab.txt`. Each writer here saves the same kind of
+files under the same names with the real tokenizer class in `tokenizer_config.json`,
+trained in well under a second on paracl.standins.TRAINING_TEXT. Each returns the
+special-token ids the model's config needs.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from paracl.standins import TRAINING_TEXT, train_bpe
+
+
+def _write_json(path: Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def sentencepiece(
+    out_dir: Path,
+    file: str,
+    tokenizer_class: str,
+    specials: dict[str, str],
+    extra_ids: int = 0,
+    vocab_size: int = 260,
+    **config,
+) -> dict[str, int]:
+    """A SentencePiece unigram model saved as `file` (no tokenizer.json, as the real
+    repositories), with `tokenizer_config.json` naming `tokenizer_class`; specials maps
+    role (pad, eos, unk, bos, cls, sep, mask) -> token. Returns {role_id: id}."""
+    import sentencepiece as spm
+
+    order = list(dict.fromkeys(specials.values()))
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(TRAINING_TEXT),
+        model_writer=model,
+        model_type="unigram",
+        vocab_size=vocab_size,
+        hard_vocab_limit=False,
+        character_coverage=1.0,
+        num_threads=1,
+        unk_id=order.index(specials["unk"]),
+        bos_id=-1,
+        eos_id=-1,
+        pad_id=-1,
+        control_symbols=[t for t in order if t != specials["unk"]],
+        minloglevel=2,
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / file).write_bytes(model.getvalue())
+    names = {f"{role}_token": tok for role, tok in specials.items()}
+    _write_json(out_dir / "special_tokens_map.json", names)
+    _write_json(
+        out_dir / "tokenizer_config.json",
+        {"tokenizer_class": tokenizer_class, "extra_ids": extra_ids, **names, **config},
+    )
+    ids = {token: order.index(token) for token in order}
+    return {f"{role}_token_id": ids[tok] for role, tok in specials.items()}
+
+
+def byte_level(
+    out_dir: Path, tokenizer_class: str, specials: dict[str, str], vocab_size: int = 400
+) -> dict[str, int]:
+    """Byte-level BPE as GPT-2 / BART / SmolLM2 store it: vocab.json + merges.txt."""
+    from transformers import AutoTokenizer
+
+    order = list(dict.fromkeys(specials.values()))
+    tok = train_bpe(order, vocab_size)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tok.model.save(str(out_dir))  # vocab.json, merges.txt
+    names = {f"{role}_token": t for role, t in specials.items()}
+    _write_json(out_dir / "special_tokens_map.json", names)
+    _write_json(out_dir / "tokenizer_config.json", {"tokenizer_class": tokenizer_class, **names})
+    loaded = AutoTokenizer.from_pretrained(str(out_dir))
+    return {f"{role}_token_id": loaded.convert_tokens_to_ids(t) for role, t in specials.items()}
+
+
+def wordpiece(out_dir: Path, lowercase: bool = True, vocab_size: int = 400) -> dict[str, int]:
+    """BERT's WordPiece `vocab.txt` (+ tokenizer.json), [CLS] A [SEP] B [SEP]."""
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertTokenizer
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    trainer = BertWordPieceTokenizer(lowercase=lowercase)
+    trainer.train_from_iterator(TRAINING_TEXT, vocab_size=vocab_size, special_tokens=specials)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trainer.save_model(str(out_dir))  # vocab.txt
+    tok = BertTokenizer(vocab=str(out_dir / "vocab.txt"), do_lower_case=lowercase)
+    tok.save_pretrained(str(out_dir))
+    return {"pad_token_id": tok.pad_token_id}

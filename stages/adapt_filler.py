@@ -1,0 +1,27 @@
+"""Stage adapt_filler: target corpus → the blank filler adapted to it (JCSE §3.2, §4.4).
+
+    python stages/adapt_filler.py <corpus> <filler out> <metrics.json> <curve.csv> <curve.png>
+
+A T5 is adapted by span-corruption denoising, a causal LM (the default) by continued
+next-token training; the metrics say which path ran (`filler`, `objective`) and give the
+held-out dev perplexity before and after. With `adapt_filler.enabled: false` a T5 is
+saved unchanged and a causal LM only recorded, so the corrupt stage always reads the
+same directory; its paracl_filler.json says what it is
+(paracl.negatives.adapt_filler.adapt_corpus).
+"""
+
+from paracl.io import write_json
+from paracl.negatives.adapt_filler import OBJECTIVES, adapt_corpus, write_curve
+from paracl.stage import args, run
+
+
+def main(params: dict) -> None:
+    paths = args("corpus", "model", "metrics", "curve_csv", "curve_png")
+    metrics, curve = adapt_corpus(paths.corpus, paths.model, params)
+    title = f"{metrics['filler']} filler: {OBJECTIVES[metrics['filler']]} (dev loss)"
+    write_curve(curve, paths.curve_csv, paths.curve_png, title)
+    write_json(metrics, paths.metrics)
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,208 @@
+"""The download path, with the real HTTP client, against a server on 127.0.0.1 serving
+files in the real published formats (an SNLI-layout zip, a PAWS-X-layout tar.gz, a
+PAWS-Wiki TSV): a checksum mismatch, a cut-off download, a 404 and an unsafe archive
+each give one line naming the URL and leave nothing in data/raw."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tarfile
+import threading
+import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from paracl import fetch as fetch_mod
+from paracl.fetch import FetchError, SourceFile
+
+PAWS_TSV = (
+    b"id\tsentence1\tsentence2\tlabel\r\n"
+    b"1\tIn Paris , in October 1560 , he secretly met the English ambassador , Nicolas "
+    b"Throckmorton , asking him for a passport to return to England through Scotland .\t"
+    b"In October 1560 , he secretly met with the English ambassador , Nicolas Throckmorton "
+    b", in Paris , and asked him for a passport to return to Scotland through England .\t0\r\n"
+)
+SNLI_LINE = {
+    "annotator_labels": ["neutral"],
+    "captionID": "3416050480.jpg#4",
+    "gold_label": "neutral",
+    "pairID": "3416050480.jpg#4r1n",
+    "sentence1": "A person on a horse jumps over a broken down airplane.",
+    "sentence1_binary_parse": "( ( ( A person ) ( on ( a horse ) ) ) ( ( jumps ... ) . ) )",
+    "sentence1_parse": "(ROOT (S (NP (NP (DT A) (NN person)) ...)))",
+    "sentence2": "A person is training his horse for a competition.",
+    "sentence2_binary_parse": "( ( A person ) ( ( is ( ( training ... ) ) ) . ) )",
+    "sentence2_parse": "(ROOT (S (NP (DT A) (NN person)) ...))",
+}
+
+
+def _snli_zip() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("snli_1.0/snli_1.0_dev.jsonl", json.dumps(SNLI_LINE) + "\n")
+        zf.writestr("snli_1.0/snli_1.0_dev.txt", "gold_label\tsentence1\n")
+        zf.writestr("__MACOSX/snli_1.0/._snli_1.0_dev.jsonl", b"\x00\x05\x16\x07")
+    return buf.getvalue()
+
+
+def _tar_gz(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _evil_zip() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("../escape.txt", "outside the data directory")
+    return buf.getvalue()
+
+
+FILES = {
+    "/paws/dev.tsv": PAWS_TSV,
+    "/snli/snli_1.0.zip": _snli_zip(),
+    "/pawsx/x-final.tar.gz": _tar_gz(
+        {
+            "x-final/ja/translated_train.tsv": "id\tsentence1\tsentence2\tlabel\n1\t文。\t文だ。\t1\n".encode(),
+            "x-final/en/test_2k.tsv": b"id\tsentence1\tsentence2\tlabel\n1\ta .\tb .\t0\n",
+        }
+    ),
+    "/evil.zip": _evil_zip(),
+}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        path = self.path
+        if path.startswith("/cut"):  # announces the whole file, sends half, hangs up
+            body = FILES[path.removeprefix("/cut")]
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.close_connection = True
+            return
+        if path not in FILES:
+            self.send_error(404, "Not Found")
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(FILES[path])))
+        self.end_headers()
+        self.wfile.write(FILES[path])
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def entry(source: str, file: str, url: str, content: bytes | None) -> SourceFile:
+    digest = hashlib.sha256(content).hexdigest() if content is not None else "0" * 64
+    return SourceFile(source, file, url, digest, len(content) if content else None, "CC0")
+
+
+def use(monkeypatch, *entries: SourceFile) -> None:
+    monkeypatch.setattr(fetch_mod, "load_registry", lambda *_: list(entries))
+
+
+def fetch_fails(tmp_path: Path, sources: list[str]) -> str:
+    """Fetch into raw/ over an earlier good copy: it must stay, nothing else appears."""
+    raw = tmp_path / "raw"
+    (raw / "old").mkdir(parents=True, exist_ok=True)
+    (raw / "old" / "kept.txt").write_text("from the last good fetch")
+    with pytest.raises(FetchError) as err:
+        fetch_mod.fetch(sources, raw, mirror=None)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "raw",
+        "raw/old",
+        "raw/old/kept.txt",
+    ]
+    message = str(err.value)
+    assert "\n" not in message
+    return message
+
+
+def test_download_verifies_and_unpacks_real_layouts(server, tmp_path, monkeypatch):
+    use(
+        monkeypatch,
+        entry("paws", "paws/dev.tsv", f"{server}/paws/dev.tsv", FILES["/paws/dev.tsv"]),
+        entry("snli", "snli/snli_1.0.zip", f"{server}/snli/snli_1.0.zip", FILES["/snli/snli_1.0.zip"]),
+        entry("pawsx", "pawsx/x-final.tar.gz", f"{server}/pawsx/x-final.tar.gz",
+              FILES["/pawsx/x-final.tar.gz"]),
+    )  # fmt: skip
+    metrics = fetch_mod.fetch(["paws", "snli", "pawsx"], tmp_path / "raw", mirror=None)
+    raw = tmp_path / "raw"
+    assert (raw / "paws/dev.tsv").read_bytes() == PAWS_TSV
+    line = json.loads((raw / "snli/snli_1.0/snli_1.0_dev.jsonl").read_text())
+    assert line["gold_label"] == "neutral"
+    assert (raw / "pawsx/x-final/ja/translated_train.tsv").read_text().endswith("1\n")
+    assert not (raw / "snli/snli_1.0.zip").exists() and not (raw / "snli/__MACOSX").exists()
+    assert metrics["origin"] == "download"
+    assert metrics["sources"]["snli"]["unpacked"] == {"snli/snli_1.0.zip": 2}
+    assert metrics["sources"]["pawsx"]["unpacked"] == {"pawsx/x-final.tar.gz": 2}
+
+
+def test_checksum_mismatch_keeps_nothing(server, tmp_path, monkeypatch):
+    use(monkeypatch, entry("paws", "paws/dev.tsv", f"{server}/paws/dev.tsv", b"other bytes"))
+    message = fetch_fails(tmp_path, ["paws"])
+    assert message.startswith(f"{server}/paws/dev.tsv: ")
+    assert "nothing was kept" in message
+
+
+def test_cut_off_download_keeps_nothing(server, tmp_path, monkeypatch):
+    body = FILES["/snli/snli_1.0.zip"]
+    use(monkeypatch, entry("snli", "snli/snli_1.0.zip", f"{server}/cut/snli/snli_1.0.zip", body))
+    message = fetch_fails(tmp_path, ["snli"])
+    assert f"{server}/cut/snli/snli_1.0.zip: download cut off after" in message
+    assert f"of {len(body)} bytes" in message
+
+
+def test_404_keeps_nothing(server, tmp_path, monkeypatch):
+    use(
+        monkeypatch,
+        entry("paws", "paws/dev.tsv", f"{server}/paws/dev.tsv", FILES["/paws/dev.tsv"]),
+        entry("paws", "paws/gone.tsv", f"{server}/paws/gone.tsv", b"x"),
+    )
+    message = fetch_fails(tmp_path, ["paws"])
+    assert message == f"{server}/paws/gone.tsv: HTTP 404 Not Found; nothing was kept"
+
+
+def test_unsafe_archive_member_keeps_nothing(server, tmp_path, monkeypatch):
+    use(monkeypatch, entry("evil", "evil/evil.zip", f"{server}/evil.zip", FILES["/evil.zip"]))
+    message = fetch_fails(tmp_path, ["evil"])
+    assert message.startswith("evil.zip: unsafe member path '../escape.txt'")
+
+
+def test_mirror_first_then_download_with_consent(server, tmp_path, monkeypatch):
+    """A file the mirror lacks is downloaded only with PARACL_ALLOW_DOWNLOAD=1."""
+    mirror = tmp_path / "mirror"
+    (mirror / "paws").mkdir(parents=True)
+    (mirror / "paws" / "dev.tsv").write_bytes(PAWS_TSV)
+    use(
+        monkeypatch,
+        entry("paws", "paws/dev.tsv", f"{server}/gone", PAWS_TSV),  # mirrored: url unused
+        entry("snli", "snli/snli_1.0.zip", f"{server}/snli/snli_1.0.zip", FILES["/snli/snli_1.0.zip"]),
+    )  # fmt: skip
+    monkeypatch.delenv("PARACL_ALLOW_DOWNLOAD", raising=False)
+    with pytest.raises(FetchError, match="missing from the mirror.*PARACL_ALLOW_DOWNLOAD=1"):
+        fetch_mod.fetch(["paws", "snli"], tmp_path / "raw", mirror)
+    monkeypatch.setenv("PARACL_ALLOW_DOWNLOAD", "1")
+    metrics = fetch_mod.fetch(["paws", "snli"], tmp_path / "raw", mirror)
+    assert metrics["origin"] == "download+mirror"
+    assert metrics["sources"]["paws"]["mirror"] == metrics["sources"]["snli"]["download"] == 1
