@@ -48,6 +48,7 @@ def _copy(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     shutil.copytree(ROOT / "results" / "effect-en", root / "results" / "effect-en")
     (root / "docs").mkdir()
+    shutil.copy(ROOT / "params.yaml", root / "params.yaml")  # the params page's comments
     (root / "README.md").write_text("# x\n\n<!-- report:effect-en:table -->\n<!-- /report -->\n")
     return root
 

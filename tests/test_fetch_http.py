@@ -5,6 +5,7 @@ each give one line naming the URL and leave nothing in data/raw."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
@@ -25,6 +26,10 @@ PAWS_TSV = (
     b"Throckmorton , asking him for a passport to return to England through Scotland .\t"
     b"In October 1560 , he secretly met with the English ambassador , Nicolas Throckmorton "
     b", in Paris , and asked him for a passport to return to Scotland through England .\t0\r\n"
+)
+PPDB2_LINE = (
+    b"[JJ] ||| high ||| elevated ||| -logp(e1|e2)=2.39790 -logp(e2|e1)=1.38629 "
+    b"PPDB2.0Score=3.5 ||| 0-0 ||| Equivalence\n"
 )
 SNLI_LINE = {
     "annotator_labels": ["neutral"],
@@ -76,6 +81,8 @@ FILES = {
         }
     ),
     "/evil.zip": _evil_zip(),
+    "/ppdb2/ppdb-2.0-s-all.gz": gzip.compress(PPDB2_LINE, mtime=0),
+    "/drive/confirm": b"<!DOCTYPE html><html><body>Google Drive can't scan this file</body></html>",
 }
 
 
@@ -94,6 +101,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_error(404, "Not Found")
             return
         self.send_response(200)
+        if path.startswith("/drive"):
+            self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(FILES[path])))
         self.end_headers()
         self.wfile.write(FILES[path])
@@ -145,8 +154,10 @@ def test_download_verifies_and_unpacks_real_layouts(server, tmp_path, monkeypatc
         entry("snli", "snli/snli_1.0.zip", f"{server}/snli/snli_1.0.zip", FILES["/snli/snli_1.0.zip"]),
         entry("pawsx", "pawsx/x-final.tar.gz", f"{server}/pawsx/x-final.tar.gz",
               FILES["/pawsx/x-final.tar.gz"]),
+        entry("ppdb2", "ppdb2/ppdb-2.0-s-all.gz", f"{server}/ppdb2/ppdb-2.0-s-all.gz",
+              FILES["/ppdb2/ppdb-2.0-s-all.gz"]),
     )  # fmt: skip
-    metrics = fetch_mod.fetch(["paws", "snli", "pawsx"], tmp_path / "raw", mirror=None)
+    metrics = fetch_mod.fetch(["paws", "snli", "pawsx", "ppdb2"], tmp_path / "raw", mirror=None)
     raw = tmp_path / "raw"
     assert (raw / "paws/dev.tsv").read_bytes() == PAWS_TSV
     line = json.loads((raw / "snli/snli_1.0/snli_1.0_dev.jsonl").read_text())
@@ -156,6 +167,21 @@ def test_download_verifies_and_unpacks_real_layouts(server, tmp_path, monkeypatc
     assert metrics["origin"] == "download"
     assert metrics["sources"]["snli"]["unpacked"] == {"snli/snli_1.0.zip": 2}
     assert metrics["sources"]["pawsx"]["unpacked"] == {"pawsx/x-final.tar.gz": 2}
+    assert (raw / "ppdb2/ppdb-2.0-s-all").read_bytes() == PPDB2_LINE  # one gzip'd file
+    assert not (raw / "ppdb2/ppdb-2.0-s-all.gz").exists()
+
+
+def test_a_web_page_in_place_of_the_file_keeps_nothing(server, tmp_path, monkeypatch):
+    """Google Drive answers a large file's link with a confirmation page: refused."""
+    page = FILES["/drive/confirm"]
+    use(
+        monkeypatch,
+        entry("ehimerppdb", "ehimerppdb/EhiMerPPDB.txt", f"{server}/drive/confirm", page),
+    )
+    message = fetch_fails(tmp_path, ["ehimerppdb"])
+    assert message.startswith(
+        f"{server}/drive/confirm: the server sent a web page, not EhiMerPPDB.txt"
+    )
 
 
 def test_checksum_mismatch_keeps_nothing(server, tmp_path, monkeypatch):

@@ -121,10 +121,18 @@ def test_jacsts_and_qabot_jobs_on_a_tiny_encoder(tiny_bert, mirror):
     strata = res["sets"]["test"]["sample"]["strata"]
     assert set(strata) == {"0", "1", "2", "3", "4", "5"}  # stratified by gold score
     assert res["score"] == res["sets"]["test"]["spearman"] and "dev_score" in res
-    qa = run_job("none", "qabot", tiny_bert, cfg, seed=1, device=CPU)
+    qa = run_job("none", "qabot", tiny_bert, {**cfg, "max_eval_pairs": None}, 1, CPU)
     assert qa["queries"] == 20 and qa["unique_questions"] == 1142 and qa["max_length"] == 64
     assert set(qa["breakdown"]) == {"MRR", "MAP", "P@1", "P@5"}
     assert qa["score"] == qa["breakdown"]["MAP"] and 0 <= qa["score"] <= 100
+    assert qa["split_note"] == "the authors' 20 pools, whole"
+    cut = run_job("none", "qabot", tiny_bert, {**cfg, "max_eval_pairs": 100}, 1, CPU)
+    relevant = cut["sample"]["relevant_kept"]
+    assert cut["unique_questions"] == 100 and 20 <= relevant <= 53
+    assert [p["relevant"] for p in cut["pools"].values()] == [
+        p["relevant"] for p in qa["pools"].values()
+    ]  # every relevant row stays
+    assert "cut to 100 of their 1142 questions" in cut["split_note"]
 
 
 def test_unsup_sts_ja_is_jcse_table_3(tiny_bert, mirror):

@@ -3,8 +3,8 @@
 llama-cpp-python's `Llama.create_completion` decodes one sequence at a time, and on 2 CPU
 cores gemma-3-270m then spends each step reading its weights for a single token.
 `BatchedCompletions` decodes up to `n_seq` sequences in one context, so that every step
-reads the weights once for all of them (README "Benchmarks": 2.16× the one-at-a-time
-throughput here). Two kinds of shared work are done once:
+reads the weights once for all of them (docs/benchmarks.md, "roundtrip and tag": 2.16× the
+one-at-a-time throughput here). Two kinds of shared work are done once:
 
 - the prefix every prompt starts with (the few-shot examples) is read into sequence 0
   and shared by all sequences (`llama_memory_seq_cp`);

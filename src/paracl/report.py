@@ -435,7 +435,13 @@ def _range(meta: dict) -> str:
     return f"≥ {lo}" if lo is not None else (f"≤ {hi}" if hi is not None else "")
 
 
-def _rows(keys: list[Field], prefix: str) -> list[str]:
+def _help(key: str, meta: dict, notes: dict[str, str]) -> str:
+    """params.py's help, else the key's comment in params.yaml (a per-language key's
+    comment read from its `en` entry)."""
+    return meta.get("help") or notes.get(key) or notes.get(key.replace("{en,ja}", "en"), "")
+
+
+def _rows(keys: list[Field], prefix: str, notes: dict[str, str]) -> list[str]:
     """One table row per key (a section's fields), nested sections flattened into dotted keys."""
     out = []
     for f in keys:
@@ -447,15 +453,15 @@ def _rows(keys: list[Field], prefix: str) -> list[str]:
             )
             if meta.get("help"):
                 out.append(f"| `{key}` | mapping | | required | {_cell(meta['help'])} |")
-            out += _rows(fields(get_args(tp)[1]), f"{key}.{sub}.")
+            out += _rows(fields(get_args(tp)[1]), f"{key}.{sub}.", notes)
             continue
         if is_dataclass(tp):
-            out += _rows(fields(tp), f"{key}.")
+            out += _rows(fields(tp), f"{key}.", notes)
             continue
         default = "required" if f.default is MISSING and f.default_factory is MISSING else _yaml(
             f.default if f.default is not MISSING else f.default_factory())  # fmt: skip
         out.append(f"| `{key}` | {_type_words(tp)} | {_range(meta)} | {default} | "
-                   f"{_cell(meta.get('help', ''))} |")  # fmt: skip
+                   f"{_cell(_help(key, meta, notes))} |")  # fmt: skip
     return out
 
 
@@ -488,11 +494,14 @@ def _loss_sections() -> list[str]:
     return out
 
 
-def params_reference() -> str:
+def params_reference(params_yaml: Path = Path("params.yaml")) -> str:
     """docs/reference/params.md: every key of params.yaml with its type, range, default
-    and help, from the dataclasses that validate it (paracl.params)."""
+    and help, from the dataclasses that validate it (paracl.params), the help completed
+    from params.yaml's comments (paracl.yaml_comments)."""
     from paracl import params
+    from paracl.yaml_comments import key_comments
 
+    notes = key_comments(params_yaml)
     top = [f for f in fields(params.Params) if not is_dataclass(f.type)]
     sections = [f for f in fields(params.Params) if is_dataclass(f.type)]
     out = ["# Configuration reference", "",
@@ -500,16 +509,17 @@ def params_reference() -> str:
            "Every key of `params.yaml`, as `src/paracl/params.py` declares and checks it. "
            "A stage refuses a params file with an unknown key, a wrong type or a value out "
            "of range, naming the key. *required* means params.yaml must set it; the values "
-           "of the default run are in params.yaml, with a comment on each. Presets "
+           "of the default run are in params.yaml, with a comment on each (the last column "
+           "is the key's `help=` in params.py, else that comment). Presets "
            "([Presets](../presets.md)) change some of them.", "",
            "## Top level", "", HEAD]  # fmt: skip
-    out += _rows(top, "")
+    out += _rows(top, "", notes)
     for f in sections:
         doc = (f.type.__doc__ or "").strip()
         out += ["", f"## `{f.name}`", ""]
         if doc and not doc.startswith(f.type.__name__ + "("):
             out += [" ".join(doc.split()), ""]
-        out += [HEAD, *_rows(fields(f.type), f"{f.name}.")]
+        out += [HEAD, *_rows(fields(f.type), f"{f.name}.", notes)]
     out += ["", *_loss_sections()]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -535,7 +545,7 @@ def snapshot_default(root: Path) -> None:
 
 def expected(root: Path) -> dict[Path, str]:
     """Every generated file (or file with generated blocks) and its rendered text."""
-    out = {root / PARAMS_PAGE: params_reference()}
+    out = {root / PARAMS_PAGE: params_reference(root / "params.yaml")}
     for page in pages(root):
         if page.is_file():
             out[page] = fill(root, page, page.read_text(encoding="utf-8"))

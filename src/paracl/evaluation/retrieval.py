@@ -9,23 +9,34 @@ sides with the one model, which is what runs here. Their encoder truncates every
 authors print fractions); each then averaged over the 20 pools with equal weight. Ties
 in the score keep the pool's row order (the authors' `np.argsort` leaves them
 arbitrary). All pools are the same 1142 Q/A pairs, so each question is embedded once.
+
+`max_questions` (a 2-core CPU: ~4 s per encoder per 20 questions of 64 tokens with
+gemma-3-270m) keeps every question relevant to some query and a seeded sample of the
+others (paracl.evaluation.sample), and removes the rest from every pool: the same
+smaller pool for every method, so methods compare, but fewer distractors than the
+paper's, so the absolute scores run higher than on the whole pool. null: the whole pool.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from paracl.evaluation.encoder import EmbeddingCache
 from paracl.evaluation.jcse_readers import QAbotPool
 from paracl.evaluation.metrics import retrieval_metrics
+from paracl.evaluation.sample import sample_rows
 
 MAX_LENGTH = 64  # tokens per text, as QAbot_task_eva/main.py
 METRICS = ("mrr", "map", "p@1", "p@5")
 TITLES = {"mrr": "MRR", "map": "MAP", "p@1": "P@1", "p@5": "P@5"}
 
 
-def evaluate_qabot(cache: EmbeddingCache, pools: list[QAbotPool]) -> dict:
+def evaluate_qabot(
+    cache: EmbeddingCache, pools: list[QAbotPool], max_questions: int | None = None, seed: int = 0
+) -> dict:
     """Per-pool retrieval metrics ×100 and their means over the pools."""
+    pools, sample = shared_pool_sample(pools, max_questions, seed)
     questions = sorted({q for p in pools for q in p.pool["question"]})
     cache.embed(questions + [p.query for p in pools])  # one batched pass
     per_pool = {}
@@ -45,8 +56,26 @@ def evaluate_qabot(cache: EmbeddingCache, pools: list[QAbotPool]) -> dict:
         "pools": per_pool,
         "queries": len(pools),
         "unique_questions": len(questions),
+        "sample": sample,
         "max_length": MAX_LENGTH,
     }
+
+
+def shared_pool_sample(
+    pools: list[QAbotPool], cap: int | None, seed: int
+) -> tuple[list[QAbotPool], dict]:
+    """The pools cut to every relevant question plus a seeded sample of the others, at
+    most `cap` questions in all (never fewer than the relevant ones); the record."""
+    questions = sorted({q for p in pools for q in p.pool["question"]})
+    relevant = sorted({q for p in pools for q in p.pool.loc[p.pool["label"] == 1, "question"]})
+    others = pd.DataFrame({"question": [q for q in questions if q not in set(relevant)]})
+    n_others = None if cap is None else max(cap - len(relevant), 0)
+    kept, record = sample_rows(others, n_others, seed)
+    keep = set(relevant) | set(kept["question"])
+    cut = [QAbotPool(p.name, p.query, p.pool[p.pool["question"].isin(keep)].reset_index(drop=True))
+           for p in pools]  # fmt: skip
+    return cut, {"cap": cap, "seed": seed, "questions": len(keep), "of": len(questions),
+                 "relevant_kept": len(relevant), "others": record}  # fmt: skip
 
 
 def _cosine(query: np.ndarray, cands: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ source is listed in `fetch.allow_unverified`. Archives are unpacked after the ch
 The whole data/raw/ directory appears only when every file arrived intact, so a failed
 fetch leaves nothing half-written. Everything that can be checked before any work (an
 unknown source, an unverified file, a file neither mirrored nor downloadable) is.
+A mirror of other bytes (a subsample) brings its own registry: `$PARACL_DATA_REGISTRY`.
 """
 
 from __future__ import annotations

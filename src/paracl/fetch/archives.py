@@ -1,4 +1,5 @@
-"""Unpack a verified archive (zip, tar.gz) next to where it landed, then drop it.
+"""Unpack a verified archive (zip, tar.gz, or one gzip-compressed file such as PPDB 2.0's
+`ppdb-2.0-s-all.gz`) next to where it landed, then drop it.
 
 Why by hand rather than `extractall`: an archive from the internet may hold absolute
 paths, `..`, links or device files. Only regular files with plain relative names are
@@ -9,11 +10,13 @@ data. The caller works inside a temporary directory, so a failure leaves nothing
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import stat
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import IO
 
@@ -74,9 +77,22 @@ def _untar(archive: Path, root: Path) -> int:
     return count
 
 
+def _gunzip(archive: Path, root: Path) -> int:
+    """One gzip-compressed file: written under its name without `.gz`."""
+    with gzip.open(archive, "rb") as source:
+        _write(source, root / archive.name.removesuffix(".gz"), archive)
+    return 1
+
+
+def _unpacker(name: str) -> Callable[[Path, Path], int]:
+    if name.endswith(".zip"):
+        return _unzip
+    return _untar if name.endswith((".tar.gz", ".tgz")) else _gunzip
+
+
 def unpack(archive: Path) -> int:
     """Unpack `archive` into its own folder and delete it; return the member count."""
-    unpacker = _unzip if archive.name.endswith(".zip") else _untar
+    unpacker = _unpacker(archive.name)
     try:
         count = unpacker(archive, archive.parent)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, OSError) as err:

@@ -28,12 +28,24 @@ def downloads_allowed() -> bool:
     return os.environ.get(ALLOW_ENV) == "1"
 
 
+def _refuse_web_page(url: str, dest: Path, content_type: str) -> None:
+    """A file host that wants a login or a "too large to scan" confirmation (Google Drive)
+    answers with an HTML page; stored under the data file's name and fetched unverified,
+    it would only fail later, in a reader, far from its cause."""
+    if content_type == "text/html" and dest.suffix not in (".html", ".htm"):
+        raise FetchError(
+            f"{url}: the server sent a web page, not {dest.name} (a login or download "
+            "confirmation page?); nothing was kept"
+        )
+
+
 def download(url: str, dest: Path, size: int | None) -> None:
     """Write `url` to `dest`; FetchError (one line) on HTTP errors and short reads."""
     request = urllib.request.Request(url, headers={"User-Agent": "paracl-fetch"})
     got = 0
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            _refuse_web_page(url, dest, response.headers.get_content_type())
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else size
             with (

@@ -23,7 +23,7 @@ REGISTRY = Path(__file__).with_name("sources.tsv")
 COLUMNS = ["source", "file", "url", "sha256", "bytes", "license", "checksum_from"]
 UNKNOWN = "unknown"
 GIT_BLOB = "git-blob-sha1:"
-ARCHIVES = (".zip", ".tar.gz", ".tgz")  # unpacked into the folder the archive lands in
+ARCHIVES = (".zip", ".tar.gz", ".tgz", ".gz")  # unpacked where the archive lands (.gz: one file)
 
 
 class FetchError(UserError, RuntimeError):
