@@ -296,10 +296,11 @@ def _fake_outputs(project: Path, run: str, tasks: list[str]) -> list[str]:
     stage names."""
     (project / f"models/encoders/{run}").mkdir(parents=True)
     (project / f"models/encoders/{run}/weights").write_text(f"{run}\n")
-    (project / f"metrics/train/{run}/plots/metrics").mkdir(parents=True)
+    # exist_ok: a clone holds the committed default run's metrics of the same names
+    (project / f"metrics/train/{run}/plots/metrics").mkdir(parents=True, exist_ok=True)
     (project / f"metrics/train/{run}.json").write_text("{}\n")
     (project / f"metrics/train/{run}/curves.png").write_text("png\n")
-    (project / f"metrics/eval/{run}").mkdir(parents=True)
+    (project / f"metrics/eval/{run}").mkdir(parents=True, exist_ok=True)
     for task in tasks:
         (project / f"metrics/eval/{run}/{task}.json").write_text("{}\n")
     return [f"train_contrastive@{run}"] + [f"evaluate@{run}-{t}" for t in tasks]
