@@ -15,7 +15,7 @@ pre-training objective that JCSE adapts T5 with (paracl.negatives.adapt).
 Every sequence is BOS + the sentence + EOS (BOS as the filler starts its rows); the loss
 is the mean cross-entropy of every token after BOS. Dev sentences are the same for every
 evaluation, so the curve's dev loss (nats per token; perplexity = exp) compares one task.
-What trains follows the decoder-only paraphraser (paracl.roundtrip.paraphraser_freeze):
+What trains follows the decoder-only paraphraser (paracl.freeze):
 the top `train_layers` blocks, with the vocabulary's embeddings frozen (gemma-3's are
 262k x 640, tied to its output head). Steps go through paracl.device's grad_scaler /
 backward / optimizer_step, so fp16 on an older GPU cannot underflow.
@@ -33,8 +33,8 @@ import torch
 from tqdm import tqdm
 
 from paracl.device import adamw, autocast, backward, grad_scaler, optimizer_step
+from paracl.freeze import freeze
 from paracl.negatives.causal import bos_id
-from paracl.roundtrip.paraphraser_freeze import freeze
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,9 @@ def adapt_causal(
     dev = sequences(tokenizer, dev_texts, cfg.max_length)
     pad = _pad_id(tokenizer)
     model.to(device)
-    trains = freeze(model, cfg.train_layers, cfg.freeze_embeddings)
+    trains = freeze(
+        model, cfg.train_layers, cfg.freeze_embeddings, "adapt_filler.causal_lm.train_layers"
+    )
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = adamw(params, lr=cfg.lr)
     scaler = grad_scaler(device)
