@@ -126,6 +126,15 @@ def test_new_keys_and_defaults():
         validate(values)
 
 
+def test_max_examples_per_method_makes_a_learning_curve():
+    """One method at several training lengths in one preset: its own max_examples."""
+    entry = {"loss": "infonce", "input": "p", "max_examples": 512}
+    assert method_settings("simcse_16", entry) == {"max_examples": 512}
+    assert method_settings("simcse_all", entry | {"max_examples": None}) == {"max_examples": None}
+    with pytest.raises(ParamsError, match=r"methods\.simcse_1\.max_examples' must be"):
+        method_settings("simcse_1", entry | {"max_examples": 1})
+
+
 def test_train_layers_shared_and_per_method():
     values = shipped()
     assert validate(values)["train_contrastive"]["train_layers"] is None  # all layers

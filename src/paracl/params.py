@@ -486,6 +486,7 @@ METHOD_SETTINGS = (
     "freeze_embeddings",
     "train_layers",
     "pooling",
+    "max_examples",  # a learning curve: one method at several lengths (issue 33 item 5)
 )
 ENCODERS = "models/encoders/"  # dvc.yaml: train_contrastive@<run> writes ENCODERS + <run>
 EXPAND = "paracl expand"  # the command that rewrites train_contrastive.runs
