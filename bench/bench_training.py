@@ -13,6 +13,14 @@ first Wikipedia sentences of the data mirror, whose lengths vary as a real corpu
 `--text synthetic` on made-up 8-20 word pairs. paracl runs twice, with its default random
 batches and with `length_grouping` (batches of similar length); sentence-transformers with
 its default batch sampler, which a user of it would get.
+
+`--train-layers all 4` also runs paracl with only the top 4 transformer layers (+ the
+final norm) trained (train_contrastive.train_layers, paracl.freeze): the same data,
+batch and length, so `speedup_top4_vs_all` is what freezing the lower layers saves. The
+sentence-transformers trainer always trains every layer.
+
+    python bench/bench_training.py --model HuggingFaceTB/SmolLM2-135M --dropout 0.1 \
+        --train-layers all 4
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from paracl.freeze import freeze
 from paracl.models import resolve_model
 from paracl.training.encoder import build_encoder
 from paracl.training.losses import infonce
@@ -56,9 +65,13 @@ def wiki_pairs(n: int) -> pd.DataFrame:
     return pd.DataFrame({"anchor": texts, "positive": texts, "negative": None})
 
 
-def run_paracl(path: str, pairs: pd.DataFrame, args, grouping: bool = False) -> float:
+def run_paracl(
+    path: str, pairs: pd.DataFrame, args, grouping: bool = False, layers: int | None = None
+) -> float:
+    """paracl's trainer; `layers`: only the top ones train (None: all, as the ST trainer)."""
     torch.manual_seed(0)
     model = build_encoder(path, "mean", args.seq_len, dropout=args.dropout)
+    freeze(model[0].auto_model, layers, False, "--train-layers")
     obj = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
     cfg = TrainConfig(
         lr=5e-5, epochs=1, batch_size=args.batch_size, seed=0, length_grouping=grouping
@@ -114,19 +127,30 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--text", choices=("wiki", "synthetic"), default="wiki")
     parser.add_argument("--dropout", type=float, default=None, help="e.g. 0.1 for a causal LM")
+    parser.add_argument(
+        "--train-layers",
+        nargs="+",
+        type=layer_count,
+        default=[None],
+        help="paracl runs, one per value: 'all' or the top N layers trained (e.g. all 4)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     path = str(resolve_model(args.model).path)
     pairs = wiki_pairs(args.pairs) if args.text == "wiki" else make_pairs(args.pairs)
     runners = {
-        "paracl": lambda: run_paracl(path, pairs, args),
+        **{
+            paracl_name(n): (lambda n=n: run_paracl(path, pairs, args, layers=n))
+            for n in dict.fromkeys(args.train_layers)
+        },
         "paracl_grouped": lambda: run_paracl(path, pairs, args, grouping=True),
         "st_trainer": lambda: run_st(path, pairs, args),
     }
     runs: dict[str, list[float]] = {name: [] for name in runners}
     names = list(runners)
     for r in range(args.repeats):  # alternating, and each repeat starts with the next one:
-        for name in names[r % 3 :] + names[: r % 3]:  # a process's first run is slower
+        k = r % len(names)  # a process's first run is slower
+        for name in names[k:] + names[:k]:
             runs[name].append(runners[name]())
     result = {
         "model": args.model,
@@ -135,12 +159,38 @@ def main() -> None:
         "batch_size": args.batch_size,
         "seq_len": args.seq_len,
         "threads": torch.get_num_threads(),
+        "train_layers": [n or "all" for n in dict.fromkeys(args.train_layers)],
         **{f"{name}_samples_per_s": round(statistics.median(v), 2) for name, v in runs.items()},
     }
-    st = result["st_trainer_samples_per_s"]
-    result["speedup"] = round(result["paracl_samples_per_s"] / st, 3)
-    result["speedup_grouped"] = round(result["paracl_grouped_samples_per_s"] / st, 3)
-    print(json.dumps(result, indent=2))
+    print(json.dumps(result | speedups(result, names), indent=2))
+
+
+def layer_count(text: str) -> int | None:
+    """--train-layers value: 'all' (None) or a number of top layers >= 1."""
+    if text == "all":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'all' or a number >= 1, got {text!r}")
+    return int(text)
+
+
+def paracl_name(layers: int | None) -> str:
+    """The runner's name: `paracl` trains every layer, `paracl_top4` the top 4."""
+    return "paracl" if layers is None else f"paracl_top{layers}"
+
+
+def speedups(result: dict, names: list[str]) -> dict[str, float]:
+    """Each paracl run over the ST trainer; each top-N run over paracl with all layers."""
+    rate = {name: result[f"{name}_samples_per_s"] for name in names}
+    out = {}
+    for name in names[:-1]:  # the last is the ST trainer
+        suffix = name.removeprefix("paracl").lstrip("_")
+        out["speedup" + (f"_{suffix}" if suffix else "")] = round(
+            rate[name] / rate["st_trainer"], 3
+        )
+        if name.startswith("paracl_top") and "paracl" in rate:
+            out[f"speedup_{suffix}_vs_all"] = round(rate[name] / rate["paracl"], 3)
+    return out
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ def snapshot(model) -> dict:
 
 def contrastive(model_dir: Path, precision: str, batch: int, steps: int, words: int = 12):
     """Train `steps` InfoNCE steps; returns (losses, weight change, s/step, peak GiB)."""
-    model = build_encoder(model_dir, "mean", 32, False, 0.1).to(DEVICE)
+    model = build_encoder(model_dir, "mean", 32, dropout=0.1).to(DEVICE)
     text = sentences(batch * steps, words, 0)
     examples = pd.DataFrame({"anchor": text, "positive": text, "negative": [None] * len(text)})
     objective = infonce.objective(model, infonce.Params(), {"temperature": 0.05})

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from paracl.negatives import adapt_causal
+from paracl.negatives import adapt_causal, adapt_loop
 from paracl.negatives.adapt_causal import CausalAdaptConfig, collate, mean_nll, sequences
 from paracl.negatives.causal import bos_id
 
@@ -77,7 +77,7 @@ def test_steps_go_through_the_loss_scaler(tiny_llama, monkeypatch):
     scaled run still learns and matches the unscaled one."""
     scaled = []
 
-    def fp16_scaler(device):
+    def fp16_scaler(device, precision="auto"):
         scaler = torch.amp.GradScaler("cpu", enabled=True, init_scale=2.0**10)
         scaled.append(scaler)
         return scaler
@@ -88,11 +88,25 @@ def test_steps_go_through_the_loss_scaler(tiny_llama, monkeypatch):
         return adapt_causal.adapt_causal(model, tok, DOMAIN, HELD_OUT, cfg, torch.device("cpu"))
 
     plain, _ = run()
-    monkeypatch.setattr(adapt_causal, "grad_scaler", fp16_scaler)
+    monkeypatch.setattr(adapt_loop, "grad_scaler", fp16_scaler)  # the shared step loop
     with_scaler, _ = run()
     assert scaled and scaled[0].get_scale() >= 2.0**10
     assert with_scaler[-1]["dev_loss"] == pytest.approx(plain[-1]["dev_loss"], rel=1e-4)
     assert with_scaler[-1]["dev_loss"] < with_scaler[0]["dev_loss"]
+
+
+def test_the_runs_precision_reaches_the_step_loop(tiny_llama, monkeypatch):
+    """params.yaml's top-level `precision` picks autocast and the scaler here too, as in
+    every other training loop (it was ignored by the filler adaptation before)."""
+    asked = []
+    real = adapt_loop.grad_scaler
+    monkeypatch.setattr(
+        adapt_loop, "grad_scaler", lambda d, precision: asked.append(precision) or real(d, precision=precision)
+    )  # fmt: skip
+    model, tok = _load(tiny_llama)
+    cfg = CausalAdaptConfig(max_steps=2, batch_size=4, eval_every=2, precision="fp32")
+    adapt_causal.adapt_causal(model, tok, DOMAIN, HELD_OUT, cfg, torch.device("cpu"))
+    assert asked == ["fp32"]
 
 
 def test_adapt_filler_adapts_a_causal_lm_and_both_corrupt_stages_fill(

@@ -6,7 +6,15 @@ from typing import Literal
 import pytest
 import yaml
 
-from paracl.params import SCHEMA, ParamsError, Section, load_params, param, validate
+from paracl.params import (
+    SCHEMA,
+    ParamsError,
+    Section,
+    load_params,
+    method_settings,
+    param,
+    validate,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -115,6 +123,32 @@ def test_new_keys_and_defaults():
     values = shipped()
     values["evaluate"]["methods"] = ["none"]
     with pytest.raises(ParamsError, match=r"unknown key 'evaluate.methods'"):
+        validate(values)
+
+
+def test_max_examples_per_method_makes_a_learning_curve():
+    """One method at several training lengths in one preset: its own max_examples."""
+    entry = {"loss": "infonce", "input": "p", "max_examples": 512}
+    assert method_settings("simcse_16", entry) == {"max_examples": 512}
+    assert method_settings("simcse_all", entry | {"max_examples": None}) == {"max_examples": None}
+    with pytest.raises(ParamsError, match=r"methods\.simcse_1\.max_examples' must be"):
+        method_settings("simcse_1", entry | {"max_examples": 1})
+
+
+def test_train_layers_shared_and_per_method():
+    values = shipped()
+    assert validate(values)["train_contrastive"]["train_layers"] is None  # all layers
+    values["train_contrastive"].pop("train_layers")
+    assert validate(values)["train_contrastive"]["train_layers"] is None  # the default
+    values["train_contrastive"]["train_layers"] = 4
+    entry = {"loss": "infonce", "input": "p", "train_layers": 2}
+    values["train_contrastive"]["methods"] = {"top2": entry}
+    checked = validate(values)["train_contrastive"]
+    assert checked["train_layers"] == 4 and method_settings("top2", entry) == {"train_layers": 2}
+    with pytest.raises(ParamsError, match=r"methods\.top2\.train_layers' must be int >= 1"):
+        method_settings("top2", entry | {"train_layers": 0})
+    values["train_contrastive"]["train_layers"] = 0
+    with pytest.raises(ParamsError, match=r"'train_contrastive\.train_layers' must be int >= 1"):
         validate(values)
 
 

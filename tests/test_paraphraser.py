@@ -281,10 +281,11 @@ def test_causal_generation_is_deterministic_and_in_window(gpt2):
 
 
 def test_causal_freezing_trains_the_top_layers_and_new_rows(gpt2):
-    from paracl.roundtrip.paraphraser_freeze import NewTokens, freeze
+    from paracl.freeze import freeze
+    from paracl.roundtrip.paraphraser_freeze import NewTokens
 
     tok, model = gpt2
-    assert freeze(model, 1, freeze_embeddings=True) == "1 of 2"
+    assert freeze(model, 1, True, "train_paraphraser.train_layers") == "1 of 2"
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert trainable and all(".h.1." in n or "ln_f" in n for n in trainable)
     before = model.get_input_embeddings().weight.detach().clone()

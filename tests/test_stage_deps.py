@@ -224,6 +224,18 @@ def test_stage_lists_every_module_it_imports(entry: str) -> None:
 
 
 @pytest.mark.parametrize("entry", sorted(_by_stage()))
+def test_stage_lists_no_library_file_it_does_not_run(entry: str) -> None:
+    """The converse: a listed src/paracl file outside the import closure would rerun the
+    stage (and everything after it) for an edit that cannot change its outputs."""
+    extra: set[str] = set()
+    for _, stage in _by_stage()[entry]:
+        deps = dep_paths(stage.get("deps"))
+        needed = {str(p.relative_to(REPO)) for p in import_closure(REPO / _script(stage))}
+        extra |= {d for d in deps if d.endswith(".py") and d.startswith("src/") and d not in needed}
+    assert not extra, f"dvc.yaml stage {entry!r} lists files it never imports: {sorted(extra)}"
+
+
+@pytest.mark.parametrize("entry", sorted(_by_stage()))
 def test_stage_deps_exist_or_are_stage_outputs(entry: str) -> None:
     """A misspelt dep would make dvc fail only at repro time; a dep that is (inside, or a
     folder of) another stage's output exists only after that stage has run."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import torch
 from stage_helpers import methods, run_stage
 
 from paracl.errors import InputError
+from paracl.freeze import freeze
 from paracl.io import ArtifactError, write_parquet
 from paracl.params import load_params
 from paracl.schemas import CORPUS
@@ -87,7 +89,8 @@ def test_grad_cache_trainer_equals_full_batch(st_tiny):
 
 
 def test_frozen_embeddings_stay_fixed(tiny_bert):
-    model = build_encoder(tiny_bert, "cls_mlp", max_seq_length=16, freeze_embeddings=True)
+    model = build_encoder(tiny_bert, "cls_mlp", max_seq_length=16)
+    assert freeze(model[0].auto_model, None, True, "train_contrastive.train_layers") == "all"
     emb = model[0].auto_model.get_input_embeddings().weight
     before, layer = emb.detach().clone(), model[0].auto_model.encoder.layer[0]
     layer_before = layer.output.dense.weight.detach().clone()
@@ -283,6 +286,26 @@ def test_stage_methods_on_a_causal_lm(llama_workdir, method, monkeypatch):
     assert AutoConfig.from_pretrained(path).attention_dropout == 0.1  # as it was trained
     if method != "none":
         assert metrics["steps"] >= 1 and np.isfinite(metrics["dev_spearman"])
+
+
+def test_a_methods_train_layers_trains_its_top_layers_alone(llama_workdir, monkeypatch):
+    """train_layers on a method's entry: only the causal LM's top layer and final norm
+    change, and the run's metrics and card say which layers trained."""
+    from safetensors.torch import load_file
+
+    root, params = llama_workdir
+    params = copy.deepcopy(params)
+    entries = params["train_contrastive"]["methods"]
+    entries["simcse_top"] = entries["simcse_unsup"] | {"train_layers": 1}
+    metrics = _run_stage((root, params), "simcse_top", monkeypatch)
+    assert metrics["trained_layers"] == "1 of 2"
+    out = root / "models/encoders/simcse_top"
+    assert "layers trained 1 of 2" in (out / "README.md").read_text()
+    base = Path(params["train_contrastive"]["base_model"], "model.safetensors")
+    base = {k.removeprefix("model."): v for k, v in load_file(base).items()}
+    saved = load_file(out / "model.safetensors")
+    changed = {k for k, v in saved.items() if not torch.equal(v, base[k])}
+    assert changed and all(k.startswith("layers.1.") or k == "norm.weight" for k in changed)
 
 
 @pytest.mark.parametrize("method", ["jcse", "ebsim"])

@@ -145,10 +145,11 @@ ANY = _Any()
 
 
 def test_a_method_sets_shared_training_keys_for_itself(monkeypatch, tmp_path):
-    """lr, batch_size, epochs, patience, max_seq_length, freeze_embeddings and pooling on an
-    entry override the shared key for that method's runs alone, checked as the shared key."""
+    """lr, batch_size, epochs, patience, max_seq_length, freeze_embeddings, train_layers and
+    pooling on an entry override the shared key for that method's runs alone, checked as the
+    shared key."""
     own = {"lr": 3.0e-5, "batch_size": 512, "epochs": 1, "patience": 5, "max_seq_length": 16,
-           "freeze_embeddings": True, "pooling": "cls"}  # fmt: skip
+           "freeze_embeddings": True, "train_layers": 4, "pooling": "cls"}  # fmt: skip
     params = _params(jcse=PAPER_METHODS["jcse"] | own | {"seeds": [1, 2]})
     two = PAPER_METHODS["jcse_two_stage"] | {"seeds": [1, 2]}
     params["train_contrastive"]["methods"]["jcse_two_stage"] = two
@@ -180,6 +181,7 @@ def test_a_method_sets_shared_training_keys_for_itself(monkeypatch, tmp_path):
         ({"batch_size": 1}, r"methods\.ppdb\.batch_size' must be int >= 2"),
         ({"pooling": "max"}, r"methods\.ppdb\.pooling' must be one of 'mean'"),
         ({"freeze_embeddings": "yes"}, r"methods\.ppdb\.freeze_embeddings' must be bool"),
+        ({"train_layers": 0}, r"methods\.ppdb\.train_layers' must be int >= 1 \(or null\)"),
     ],
 )  # fmt: skip
 def test_bad_method_settings_are_refused_as_the_shared_key_is(own, message, tmp_path):

@@ -330,6 +330,9 @@ class TrainContrastive(Section):
     patience: int = param(min=1, help="early stop after this many epochs w/o dev gain")
     max_examples: int | None = param(min=2)
     freeze_embeddings: bool
+    train_layers: int | None = param(
+        None, min=1, help="top layers trained (+ final norm), the rest frozen; null = all"
+    )
     dev_max_pairs: int | None = param(min=2, help="seeded STS-dev sample")
     prompt: str | None = param(
         None, help="text put before every sentence (training, dev, saved encoder); null: none"
@@ -481,7 +484,9 @@ METHOD_SETTINGS = (
     "patience",
     "max_seq_length",
     "freeze_embeddings",
+    "train_layers",
     "pooling",
+    "max_examples",  # a learning curve: one method at several lengths (issue 33 item 5)
 )
 ENCODERS = "models/encoders/"  # dvc.yaml: train_contrastive@<run> writes ENCODERS + <run>
 EXPAND = "paracl expand"  # the command that rewrites train_contrastive.runs

@@ -7,7 +7,7 @@ both sides of each blank (the offline default, since no T5 weights ship offline)
 is first adapted to the target corpus.
 
 Modules: `adapt_filler` (the adaptation stage's work, for either filler), `adapt` (T5's
-span-corruption denoising trainer), `adapt_causal` (a causal LM's continued next-token
+span-corruption denoising trainer), `adapt_loop` (the step loop both share), `adapt_causal` (a causal LM's continued next-token
 training), `noise` (T5's random span mask), `chunks` (noun chunks), `masking` (sentinels
 in, fills out), `generate` (T5's batched beam search), `causal` (the causal-LM filler),
 `fills` (what counts as a usable fill, and the quality measures), `domain_vocab` (how much

@@ -4,23 +4,22 @@ Why: a T5 pre-trained on general text fills blanks with general-domain words; a 
 steps of its own pre-training objective on the target corpus teach it the domain's
 terms. The paper trains with Adafactor at a constant lr of 1e-3. Dev examples are
 corrupted once with a fixed seed so that dev losses at different steps compare the same
-task; train examples get a fresh mask at every draw, as in T5. Steps go through
-paracl.device's grad_scaler / backward / optimizer_step (loss scaling under fp16).
+task; train examples get a fresh mask at every draw, as in T5. The step loop is the one
+both fillers share (paracl.negatives.adapt_loop: precision, loss scaling under fp16).
 The adapt_filler stage's work (either filler) is paracl.negatives.adapt_filler.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
-from paracl.device import autocast, backward, grad_scaler, optimizer_step
+from paracl.device import autocast
+from paracl.negatives.adapt_loop import Steps, run_steps
 from paracl.negatives.generate import sentinel_ids
 from paracl.negatives.noise import random_spans_noise_mask, span_corrupt
 
@@ -37,6 +36,7 @@ class AdaptConfig:
     max_length: int = 64  # tokens per sentence (before corruption)
     eval_every: int = 100
     seed: int = 0
+    precision: str = "auto"  # params.yaml's top-level precision (paracl.device)
 
 
 Example = tuple[list[int], list[int]]
@@ -66,7 +66,9 @@ def collate(examples: Sequence[Example], pad_id: int) -> dict[str, torch.Tensor]
 
 
 @torch.inference_mode()
-def dev_loss(model, examples: Sequence[Example], pad_id: int, device, batch_size: int = 64):
+def dev_loss(
+    model, examples: Sequence[Example], pad_id: int, device, precision: str = "auto", batch_size=64
+) -> float:
     """Token-weighted mean cross-entropy of the targets (nats per target token)."""
     model.eval()
     total, n_tokens = 0.0, 0
@@ -74,7 +76,7 @@ def dev_loss(model, examples: Sequence[Example], pad_id: int, device, batch_size
     for start in range(0, len(order), batch_size):
         batch = collate([examples[i] for i in order[start : start + batch_size]], pad_id)
         batch = {k: v.to(device) for k, v in batch.items()}
-        with autocast(device):
+        with autocast(device, precision):
             logits = model(**batch).logits
         labels = batch["labels"]
         loss = torch.nn.functional.cross_entropy(
@@ -117,40 +119,13 @@ def adapt(
     optimizer = Adafactor(
         model.parameters(), lr=cfg.lr, relative_step=False, scale_parameter=False, warmup_init=False
     )
-    scaler = grad_scaler(device)  # loss scaling under fp16 (a no-op in bf16 and fp32)
-    curve: list[dict] = []
 
-    def evaluate(step: int, train_loss: float | None) -> None:
-        row = {
-            "step": step,
-            "train_loss": train_loss,
-            "dev_loss": dev_loss(model, dev, pad, device),
-        }
-        curve.append(row)
-        if on_eval:
-            on_eval(row)
-        log.info("adapt step %d: train loss %s, dev loss %.4f", step, train_loss, row["dev_loss"])
+    def make_batch(picked: list[int]) -> dict[str, torch.Tensor]:
+        examples = [corrupt_one(train_ids[i], cfg, rng, sentinels, eos) for i in picked]
+        return {k: v.to(device) for k, v in collate(examples, pad).items()}
 
-    evaluate(0, None)
-    order: list[int] = []
-    running: list[float] = []
-    for step in tqdm(range(1, cfg.max_steps + 1), desc="adapt T5", mininterval=10):
-        model.train()
-        if len(order) < cfg.batch_size:
-            order += list(rng.permutation(len(train_ids)))
-        picked, order = order[: cfg.batch_size], order[cfg.batch_size :]
-        batch = collate([corrupt_one(train_ids[i], cfg, rng, sentinels, eos) for i in picked], pad)
-        batch = {k: v.to(device) for k, v in batch.items()}
-        with autocast(device):
-            loss = model(**batch).loss
-        running.append(loss.item())
-        if not math.isfinite(running[-1]):
-            raise FloatingPointError(f"adapt: loss is {running[-1]} at step {step}")
-        backward(loss, scaler)
-        optimizer_step(optimizer, scaler)
-        optimizer.zero_grad(set_to_none=True)
-        if step % cfg.eval_every == 0 or step == cfg.max_steps:
-            evaluate(step, float(np.mean(running)))
-            running = []
-    model.eval()
-    return curve
+    steps = Steps(cfg.max_steps, cfg.batch_size, cfg.eval_every, cfg.precision)
+    return run_steps(
+        model, len(train_ids), make_batch, lambda: dev_loss(model, dev, pad, device, cfg.precision),
+        optimizer, steps, rng, device, "adapt T5", on_eval,
+    )  # fmt: skip

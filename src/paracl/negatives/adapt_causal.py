@@ -15,26 +15,26 @@ pre-training objective that JCSE adapts T5 with (paracl.negatives.adapt).
 Every sequence is BOS + the sentence + EOS (BOS as the filler starts its rows); the loss
 is the mean cross-entropy of every token after BOS. Dev sentences are the same for every
 evaluation, so the curve's dev loss (nats per token; perplexity = exp) compares one task.
-What trains follows the decoder-only paraphraser (paracl.roundtrip.paraphraser_freeze):
+What trains follows the decoder-only paraphraser (paracl.freeze):
 the top `train_layers` blocks, with the vocabulary's embeddings frozen (gemma-3's are
-262k x 640, tied to its output head). Steps go through paracl.device's grad_scaler /
-backward / optimizer_step, so fp16 on an older GPU cannot underflow.
+262k x 640, tied to its output head). The step loop is the one both fillers share
+(paracl.negatives.adapt_loop: precision, loss scaling so fp16 on an older GPU cannot
+underflow).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
-from paracl.device import adamw, autocast, backward, grad_scaler, optimizer_step
+from paracl.device import adamw, autocast
+from paracl.freeze import freeze
+from paracl.negatives.adapt_loop import Steps, run_steps
 from paracl.negatives.causal import bos_id
-from paracl.roundtrip.paraphraser_freeze import freeze
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ class CausalAdaptConfig:
     freeze_embeddings: bool = True
     max_grad_norm: float = 1.0
     seed: int = 0
+    precision: str = "auto"  # params.yaml's top-level precision (paracl.device)
 
 
 def sequences(tokenizer, texts: Sequence[str], max_length: int) -> list[list[int]]:
@@ -84,7 +85,9 @@ def _pad_id(tokenizer) -> int:
 
 
 @torch.inference_mode()
-def mean_nll(model, seqs: Sequence[list[int]], pad_id: int, device, batch_size: int = 16):
+def mean_nll(
+    model, seqs: Sequence[list[int]], pad_id: int, device, precision: str = "auto", batch_size=16
+) -> float:
     """Token-weighted mean negative log-likelihood of every token after BOS (nats)."""
     model.eval()
     total, n_tokens = 0.0, 0
@@ -92,7 +95,7 @@ def mean_nll(model, seqs: Sequence[list[int]], pad_id: int, device, batch_size: 
     for start in range(0, len(order), batch_size):
         batch = collate([seqs[i] for i in order[start : start + batch_size]], pad_id)
         batch = {k: v.to(device) for k, v in batch.items()}
-        with autocast(device):
+        with autocast(device, precision):
             logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
         logits = logits.logits[:, :-1].float()
         labels = batch["labels"][:, 1:]
@@ -124,44 +127,19 @@ def adapt_causal(
     dev = sequences(tokenizer, dev_texts, cfg.max_length)
     pad = _pad_id(tokenizer)
     model.to(device)
-    trains = freeze(model, cfg.train_layers, cfg.freeze_embeddings)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = adamw(params, lr=cfg.lr)
-    scaler = grad_scaler(device)
-    curve: list[dict] = []
+    trains = freeze(
+        model, cfg.train_layers, cfg.freeze_embeddings, "adapt_filler.causal_lm.train_layers"
+    )
+    optimizer = adamw([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
 
-    def evaluate(step: int, train_loss: float | None) -> None:
-        row = {
-            "step": step,
-            "train_loss": train_loss,
-            "dev_loss": mean_nll(model, dev, pad, device),
-        }
-        curve.append(row)
-        if on_eval:
-            on_eval(row)
-        log.info("adapt step %d: train loss %s, dev loss %.4f", step, train_loss, row["dev_loss"])
+    def make_batch(picked: list[int]) -> dict[str, torch.Tensor]:
+        return {k: v.to(device) for k, v in collate([train[i] for i in picked], pad).items()}
 
-    evaluate(0, None)
-    order: list[int] = []
-    running: list[float] = []
-    for step in tqdm(range(1, cfg.max_steps + 1), desc="adapt causal LM", mininterval=10):
-        model.train()
-        if len(order) < cfg.batch_size:
-            order += list(rng.permutation(len(train)))
-        picked, order = order[: cfg.batch_size], order[cfg.batch_size :]
-        batch = {k: v.to(device) for k, v in collate([train[i] for i in picked], pad).items()}
-        with autocast(device):
-            loss = model(**batch).loss
-        if not math.isfinite(loss.item()):
-            raise FloatingPointError(f"adapt: loss is {loss.item()} at step {step}")
-        backward(loss, scaler)
-        optimizer_step(optimizer, scaler, params, cfg.max_grad_norm)
-        optimizer.zero_grad(set_to_none=True)
-        running.append(loss.item())
-        if step % cfg.eval_every == 0 or step == cfg.max_steps:
-            evaluate(step, float(np.mean(running)))
-            running = []
-    model.eval()
+    steps = Steps(cfg.max_steps, cfg.batch_size, cfg.eval_every, cfg.precision, cfg.max_grad_norm)
+    curve = run_steps(
+        model, len(train), make_batch, lambda: mean_nll(model, dev, pad, device, cfg.precision),
+        optimizer, steps, rng, device, "adapt causal LM", on_eval,
+    )  # fmt: skip
     for p in model.parameters():
         p.requires_grad = True
     return curve, trains

@@ -67,6 +67,7 @@ def adapt_corpus(corpus: str, out: str, params: dict) -> tuple[dict, list[dict]]
     """Adapt `adapt_filler.model[lang]` on a seeded sample of `corpus` and save it to
     `out` (atomically); return (metrics, the loss curve)."""
     cfg, lang, seed = params["adapt_filler"], params["lang"], params["seed"]
+    cfg = {**cfg, "precision": params["precision"]}  # the run's, for the training loops
     seed_everything(seed)
     if cfg["threads"]:
         torch.set_num_threads(cfg["threads"])
@@ -175,6 +176,7 @@ def _adapt_t5_saved(base, out: Path, train, dev, cfg: dict, seed: int, device):
             max_length=cfg["max_length"],
             eval_every=t5["eval_every"],
             seed=seed,
+            precision=cfg["precision"],
         )
         curve = adapt(model, tokenizer, train, dev, settings, device)
     model.to("cpu").save_pretrained(out)
@@ -199,6 +201,7 @@ def _adapt_causal_saved(base, out: Path, train, dev, cfg: dict, seed: int, devic
         train_layers=lm["train_layers"],
         freeze_embeddings=lm["freeze_embeddings"],
         seed=seed,
+        precision=cfg["precision"],
     )
     curve, trains = adapt_causal(model, tokenizer, train, dev, settings, device)
     model.to("cpu").save_pretrained(out)

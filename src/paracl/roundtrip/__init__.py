@@ -11,7 +11,7 @@ heatmap             the SIM×BLEU distribution plots of Figures 1 and 3
 paraphraser         the tag-controlled paraphraser: training and generation (§4.2), over
 paraphraser_seq2seq   the paper's BART, or
 paraphraser_causal    a decoder-only LM (the offline default),
-paraphraser_freeze    what of a decoder-only model trains on a CPU,
+paraphraser_freeze    a frozen vocabulary's new tokens (what trains: paracl.freeze),
 paraphraser_window    the 0.75–1.5× output-length window
 generation          controlled paraphrases for a corpus sample, shard by shard
 tag_adherence       whether generated paraphrases land in their requested cell (Figure 3)

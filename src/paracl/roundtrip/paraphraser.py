@@ -10,7 +10,7 @@ chosen by the base model's config (`is_encoder_decoder`):
 - decoder-only (the offline default: SmolLM2-135M for English, gemma-3-270m for
   Japanese, real weights where no BART exists): paracl.roundtrip.paraphraser_causal,
   with optionally only the top `train_layers` layers trained and the vocabulary's
-  embeddings frozen, which a 2-core CPU can afford (paracl.roundtrip.paraphraser_freeze).
+  embeddings frozen, which a 2-core CPU can afford (paracl.freeze, paraphraser_freeze).
 
 Training: AdamW, the loss on dev after every epoch, stop after `patience` epochs without
 improvement and keep the best epoch; mixed precision as `precision` says (paracl.device),
@@ -40,9 +40,10 @@ from paracl.device import (
     grad_scaler,
     optimizer_step,
 )
+from paracl.freeze import freeze
 from paracl.roundtrip import paraphraser_causal as causal
 from paracl.roundtrip import paraphraser_seq2seq as seq2seq
-from paracl.roundtrip.paraphraser_freeze import NewTokens, freeze, init_from_names
+from paracl.roundtrip.paraphraser_freeze import NewTokens, init_from_names
 from paracl.roundtrip.paraphraser_window import LengthWindow, length_window
 from paracl.roundtrip.tagging import ALL_TAGS
 from paracl.standins import seq2seq_model
@@ -299,7 +300,9 @@ def fine_tune(
     layers = "all"
     new_tokens = None
     if is_causal(model):
-        layers = freeze(model, cfg["train_layers"], cfg["freeze_embeddings"])
+        layers = freeze(
+            model, cfg["train_layers"], cfg["freeze_embeddings"], "train_paraphraser.train_layers"
+        )
         if cfg["freeze_embeddings"] and cfg["train_new_tokens"]:
             new_tokens = NewTokens(model, tokenizer.convert_tokens_to_ids([*ALL_TAGS, causal.SEP]))
     n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,12 +1,12 @@
-"""What of a decoder-only paraphraser trains, so that fine-tuning fits a 2-core CPU.
+"""The new tokens of a decoder-only paraphraser, when its vocabulary is frozen.
 
 Full fine-tuning of SmolLM2-135M costs seconds per step on two cores, and gemma-3-270m
 carries a 262k × 640 embedding matrix (168M of its 268M weights) whose AdamW state alone
-is 1.3 GB. So, by params: only the top `train_layers` transformer layers (+ the final
-norm) train, and with `freeze_embeddings` the vocabulary's embeddings stay fixed while
-the new tokens' rows (tags, separator) train through a small delta (`NewTokens`),
-merged into the embedding matrix before saving. Frozen bottom layers with no trainable
-input also skip the backward pass entirely.
+is 1.3 GB. So, by params, only the top `train_layers` transformer layers (+ the final
+norm) train (paracl.freeze, shared with the contrastive encoder), and with
+`freeze_embeddings` the vocabulary's embeddings stay fixed while the new tokens' rows
+(tags, separator) train through a small delta (`NewTokens`), merged into the embedding
+matrix before saving.
 """
 
 from __future__ import annotations
@@ -15,36 +15,6 @@ from collections.abc import Iterable, Sequence
 
 import torch
 import torch.nn.functional as F
-
-from paracl.errors import UserError
-
-
-def decoder_layers(model) -> torch.nn.ModuleList:
-    """The model's stack of transformer blocks (llama/gemma `layers`, gpt2 `h`)."""
-    n = model.config.num_hidden_layers
-    for module in model.base_model.modules():
-        if isinstance(module, torch.nn.ModuleList) and len(module) == n:
-            return module
-    raise UserError(f"{type(model).__name__}: no list of {n} transformer layers found")
-
-
-def freeze(model, train_layers: int | None, freeze_embeddings: bool) -> str:
-    """Set requires_grad: the top `train_layers` layers and final norms (None: every
-    layer), the embeddings unless frozen. Returns what trains, for the metrics."""
-    layers = decoder_layers(model)
-    every = train_layers is None or train_layers >= len(layers)
-    for p in model.parameters():
-        p.requires_grad = every
-    if not every:
-        for layer in layers[len(layers) - train_layers :]:
-            layer.requires_grad_(True)
-        for name, child in model.base_model.named_children():
-            if "norm" in name or name == "ln_f":
-                child.requires_grad_(True)
-    for emb in (model.get_input_embeddings(), model.get_output_embeddings()):
-        if emb is not None:
-            emb.weight.requires_grad = not freeze_embeddings
-    return "all" if every else f"{train_layers} of {len(layers)}"
 
 
 def init_from_names(model, tokenizer, ids: Iterable[int]) -> None:

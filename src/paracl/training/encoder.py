@@ -109,7 +109,6 @@ def build_encoder(
     model_path: str | Path,
     pooling: str | None = "mean",
     max_seq_length: int | None = 32,
-    freeze_embeddings: bool = False,
     dropout: float | None = None,
     prompt: str | None = None,
 ) -> SentenceTransformer:
@@ -119,7 +118,7 @@ def build_encoder(
     `pooling` None keeps the base's pooling; `max_seq_length` None keeps the base's
     inference length (read it from the result before setting a training length);
     `dropout` None keeps the base's dropout rates; `prompt` (text before each sentence)
-    becomes the default prompt."""
+    becomes the default prompt. What trains is the trainer's choice (paracl.freeze)."""
     if pooling is not None and pooling not in POOLING:
         raise ValueError(f"pooling must be one of {tuple(POOLING)}, got {pooling!r}")
     config_kwargs = dropout_config(model_path, dropout)
@@ -149,10 +148,6 @@ def build_encoder(
         model = _with_pooling(model, pooling, model_path)
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
-    if freeze_embeddings:
-        # the cross-lingual paper freezes the embedding layer to keep zero-shot transfer
-        for param in transformer.auto_model.get_input_embeddings().parameters():
-            param.requires_grad_(False)
     return model
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from paracl.device import seed_everything
 from paracl.errors import InputError
+from paracl.freeze import freeze
 from paracl.models import resolve_model
 from paracl.params import METHOD_SETTINGS, ParamsError, method_settings
 from paracl.roundtrip.tagging import parse_tags
@@ -35,6 +36,8 @@ from paracl.training.encoder import (
 )
 from paracl.training.losses import LOSSES
 from paracl.training.trainer import TrainConfig, train
+
+TRAIN_LAYERS = "train_contrastive.train_layers"  # the param a refusal of freeze names
 
 SIMCSE = "Gao et al., SimCSE: Simple Contrastive Learning of Sentence Embeddings (EMNLP 2021)"
 PPDB = "Sugiyama et al., Paraphrase-based Contrastive Learning for Sentence Pair Modeling"
@@ -183,7 +186,6 @@ def train_method(
         resolved.path,
         None if as_is else cfg["pooling"],
         None,
-        cfg["freeze_embeddings"],
         None if as_is else cfg["dropout"],
         None if as_is else cfg.get("prompt"),
     ).to(device)
@@ -230,6 +232,11 @@ def train_method(
         return metrics
 
     model.max_seq_length = cfg["max_seq_length"]  # training truncation (SimCSE: 32)
+    # the cross-lingual paper freezes the embedding layer to keep zero-shot transfer;
+    # train_layers (top layers only) makes a causal-LM step cheaper (paracl.freeze)
+    metrics["trained_layers"] = freeze(
+        model[0].auto_model, cfg["train_layers"], cfg["freeze_embeddings"], TRAIN_LAYERS
+    )
     module = LOSSES[spec.loss]
     if hasattr(module, "examples"):
         examples = module.examples(spec.train_path, model, spec.params, cfg, seed)
@@ -272,6 +279,8 @@ def train_method(
             "epochs run": result.epochs_run,
             "best epoch": result.best_epoch,
         }
+        if metrics["trained_layers"] != "all":  # a default run's card stays as it was
+            training["layers trained"] = metrics["trained_layers"]
         text = card(
             metrics["dev_spearman"],
             train_max_seq_length=cfg["max_seq_length"],
