@@ -202,7 +202,25 @@ def test_contrastive_training_runs_in_fp16_with_the_scaler(encoder, monkeypatch)
     result = trainer.train(model, ex, obj, cfg)
     assert result.steps == 2 and all(torch.isfinite(torch.tensor(result.losses)))
     assert made[0].is_enabled() and made[0].get_scale() == 2.0**16  # scaled, no overflow
+    assert result.skipped_steps == 0
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
+def test_contrastive_training_counts_the_steps_the_scaler_skipped(encoder, monkeypatch):
+    from paracl.training import trainer
+
+    # a scale too large for fp16: the first step's gradients overflow, the scale backs off
+    monkeypatch.setattr(
+        trainer, "grad_scaler", lambda *a, **k: torch.amp.GradScaler("cpu", init_scale=2.0**60)
+    )
+    texts = _sentences(16)
+    ex = to_examples(pd.DataFrame({"id": map(str, range(16)), "text": texts,
+                                   "paraphrase": [t + " ." for t in texts]}), "fixture")  # fmt: skip
+    model = encoder()
+    obj = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
+    cfg = trainer.TrainConfig(lr=1e-3, epochs=1, batch_size=8, seed=0, precision="fp16")
+    result = trainer.train(model, ex, obj, cfg)
+    assert result.steps == 2 and result.skipped_steps >= 1
 
 
 def test_ebsim_step_scales_its_loss(encoder):

@@ -7,6 +7,7 @@ paracl paraphrase "sentence" --tags "<SIM95><BLEU20>" [--model models/paraphrase
 paracl preset NAME [--dry-run]     # apply presets/NAME.yaml to params.yaml (validated)
 paracl expand [--dry-run]          # rewrite train_contrastive.runs (methods x seeds)
 paracl theta-curve                 # θ sweep (dvc exp show) -> metrics/theta_curve.csv/.png
+paracl learning-curve              # STS avg vs training steps -> metrics/learning_curve.csv/.png
 paracl report [--check]            # README/docs tables and plots from results/*/ (rendered)
 """
 
@@ -129,6 +130,21 @@ def cmd_theta_curve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_learning_curve(args: argparse.Namespace) -> int:
+    from paracl.evaluation.learning_curve import learning_curve
+
+    try:  # a missing or malformed file is a ValueError/OSError naming it
+        rows = learning_curve(args.summary, args.train_dir, args.out_dir)
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    for r in rows:
+        spread = "" if r["std"] is None else f" ± {r['std']:.2f}"
+        print(f"{r['family']:<24} {r['steps']:>4} steps  avg={r['value']:.2f}{spread}")
+    print(f"wrote {args.out_dir}/learning_curve.csv and {args.out_dir}/learning_curve.png")
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from paracl.errors import UserError
     from paracl.report import main as report_main
@@ -183,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     theta.add_argument("--out-dir", default="metrics")
     theta.set_defaults(func=cmd_theta_curve)
+    curve = sub.add_parser("learning-curve", help="STS avg vs training steps (one summary)")
+    curve.add_argument("--summary", default="metrics/summary.json")
+    curve.add_argument("--train-dir", default="metrics/train", help="<run>.json: its steps")
+    curve.add_argument("--out-dir", default="metrics")
+    curve.set_defaults(func=cmd_learning_curve)
     report = sub.add_parser("report", help="render README/docs result tables, plots, params page")
     report.add_argument("--check", action="store_true", help="only compare; exit 1 if stale")
     report.add_argument(

@@ -67,11 +67,11 @@ def shared_pool_sample(
     """The pools cut to every relevant question plus a seeded sample of the others, at
     most `cap` questions in all (never fewer than the relevant ones); the record."""
     questions = sorted({q for p in pools for q in p.pool["question"]})
-    relevant = sorted({q for p in pools for q in p.pool.loc[p.pool["label"] == 1, "question"]})
-    others = pd.DataFrame({"question": [q for q in questions if q not in set(relevant)]})
+    relevant = {q for p in pools for q in p.pool.loc[p.pool["label"] == 1, "question"]}
+    others = pd.DataFrame({"question": [q for q in questions if q not in relevant]})
     n_others = None if cap is None else max(cap - len(relevant), 0)
     kept, record = sample_rows(others, n_others, seed)
-    keep = set(relevant) | set(kept["question"])
+    keep = relevant | set(kept["question"])
     cut = [QAbotPool(p.name, p.query, p.pool[p.pool["question"].isin(keep)].reset_index(drop=True))
            for p in pools]  # fmt: skip
     return cut, {"cap": cap, "seed": seed, "questions": len(keep), "of": len(questions),

@@ -265,6 +265,7 @@ def train_method(
             "loss": objective.name,
             "examples": len(examples),
             "steps": result.steps,
+            "skipped_steps": result.skipped_steps,  # fp16 overflow; 0 in bf16/fp32
             "epochs_run": result.epochs_run,
             "best_epoch": result.best_epoch,
             "dev_spearman": round(result.best_dev, 4),

@@ -86,6 +86,7 @@ class TrainResult:
     losses: list[float] = field(default_factory=list)
     dev_history: list[float] = field(default_factory=list)
     examples_seen: int = 0
+    skipped_steps: int = 0  # fp16: steps the loss scaler skipped (a gradient overflowed)
 
 
 Logger = Callable[[str, float, int], None]
@@ -284,7 +285,8 @@ def train(
                     parallel.average_gradients(params)
                     if not math.isfinite(loss):
                         raise FloatingPointError(f"loss became {loss} at step {result.steps}")
-                    optimizer_step(optimizer, scaler)
+                    if not optimizer_step(optimizer, scaler):
+                        result.skipped_steps += 1
                     scheduler.step()
                     result.steps += 1
                     result.examples_seen += len(batch)
