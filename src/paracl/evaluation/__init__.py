@@ -13,5 +13,6 @@
   evaluator per file;
 - `jobs`: what one `evaluate` stage run does for a (method, task) pair;
 - `summary`: the Table-3-style table over methods × tasks;
-- `theta_curve`: the θ sweep of PPDB Figure 2 from `dvc exp show`.
+- `theta_curve`: the θ sweep of PPDB Figure 2 from `dvc exp show`;
+- `learning_curve`: STS average against training steps (the learning-curve presets).
 """
