@@ -128,6 +128,29 @@ def test_every_file_the_preset_fetches_passes_the_registry_checks(name):
     assert not refused, f"{name}: fetch refuses {refused} (not in fetch.allow_unverified)"
 
 
+@pytest.mark.parametrize(
+    ("source", "member"),
+    [("jsnli-train", "jsnli_1.1/train_w_filtering.tsv"), ("snli", "snli_1.0/snli_1.0_train.jsonl")],
+)
+def test_synthesised_nli_files_give_supervised_triplets_as_the_real_ones(
+    source, member, mirror, tmp_path
+):
+    """As published, each premise has a hypothesis of every label, so simcse_sup and
+    jcse_two_stage find (premise, entailment, contradiction) triplets in them."""
+    import io
+    import zipfile
+
+    from paracl.training.data import load_examples
+
+    entry = next(e for e in select(load_registry(), [source]) if e.file.endswith(".zip"))
+    text = data_mirror.Text(mirror)  # real sentences: no premise repeats by chance
+    archive = zipfile.ZipFile(io.BytesIO(data_mirror.synthesize(entry, text, 12)))
+    path = tmp_path / Path(member).name
+    path.write_bytes(archive.read(member))
+    ex = load_examples(path, None, seed=0)
+    assert len(ex) >= 3 and ex["negative"].notna().all()
+
+
 def test_a_small_mirror_fetches_with_its_own_registry_and_only_with_it(tmp_path, mirror):
     """PARACL_DATA_REGISTRY points fetch at the mirror's own checksums; without it the
     packaged registry still refuses the cut-down files (its checks are not weakened)."""

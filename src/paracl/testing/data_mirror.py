@@ -179,8 +179,8 @@ def _nli_jsonl(text: Text, n: int, genre: bool) -> bytes:
     """SNLI / MultiNLI JSON Lines: gold_label ('-' where annotators disagreed), the
     sentences and their parses, annotator labels."""
     rows = []
-    for i in range(n):
-        s1, s2 = text.pair("en", i)
+    for i in range(n):  # as published: each premise has three hypotheses, one per label
+        s1, s2 = text.pick("en", i // 3), text.pair("en", i)[1]
         gold = "-" if i % 17 == 16 else NLI[i % 3]
         row = {"annotator_labels": [NLI[i % 3]] * 5, "gold_label": gold, "pairID": f"{i}e",
                "sentence1": s1, "sentence1_binary_parse": "( " + s1 + " )",
@@ -248,10 +248,15 @@ def _jnli_train(text: Text, n: int) -> bytes:
 
 
 def _jsnli(text: Text, n: int) -> bytes:
-    """JSNLI 1.1: label<TAB>premise<TAB>hypothesis, words separated by spaces."""
+    """JSNLI 1.1: label<TAB>premise<TAB>hypothesis, words separated by spaces; as SNLI,
+    which it translates, each premise has hypotheses of every label."""
+
+    def row(i: int) -> list[str]:
+        premise, hypothesis = text.pick("ja", i // 3), text.pair("ja", i)[1]
+        return [NLI[i % 3], " ".join(premise), " ".join(hypothesis)]
 
     def tsv() -> bytes:
-        return _lines([NLI[i % 3], *(" ".join(s) for s in text.pair("ja", i))] for i in range(n))
+        return _lines(row(i) for i in range(n))
 
     files = ("train_w_filtering.tsv", "train_wo_filtering.tsv", "dev.tsv")
     return _zip({f"jsnli_1.1/{f}": tsv() for f in files} | {"jsnli_1.1/README.md": b"JSNLI\n"})

@@ -76,7 +76,7 @@ def _minilm(out: Path, seed: int) -> None:
     _seeded(seed)
     BertModel(config).eval().save_pretrained(str(out / "_bert"))
     body = models.Transformer(str(out / "_bert"), max_seq_length=128)
-    pooling = models.Pooling(body.get_word_embedding_dimension(), "mean")
+    pooling = models.Pooling(config.hidden_size, "mean")
     SentenceTransformer(modules=[body, pooling, models.Normalize()]).save(str(out))
     _rmtree(out / "_bert")
 
