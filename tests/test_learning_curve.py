@@ -1,4 +1,5 @@
-"""The learning curve: steps from params, one line per family, the CLI's files."""
+"""The learning curve: steps from the runs' training metrics, one line per family, the
+CLI's files, and the presets' lengths."""
 
 from __future__ import annotations
 
@@ -17,14 +18,16 @@ from paracl.evaluation.learning_curve import family, points, steps
 REPO = Path(__file__).resolve().parents[1]
 
 RUN_STEPS = {"simcse_unsup_8": 8, "simcse_unsup_64": 64, "simcse_unsup_32_all": 32}
+AVG = {"simcse_unsup_64": (52.0, 1.0), "simcse_unsup_8": (40.0, 0.5),
+       "simcse_unsup_32_all": (48.0, 2.0)}  # fmt: skip
+SEEDS = (1, 2)
 SUMMARY = {
     "methods": {
         "none": {"avg": 30.0, "avg_std": None, "runs": {"none": 30.0}},
-        "simcse_unsup_64": {"avg": 52.0, "avg_std": 1.0},
-        "simcse_unsup_8": {"avg": 40.0, "avg_std": 0.5},
-        "simcse_unsup_32_all": {"avg": 48.0, "avg_std": 2.0},
+        **{m: {"avg": a, "avg_std": sd, "runs": {f"{m}_s{s}": 0.0 for s in SEEDS}}
+           for m, (a, sd) in AVG.items()},
     }
-}
+}  # fmt: skip
 
 
 @pytest.fixture
@@ -33,8 +36,7 @@ def train_dir(tmp_path) -> Path:
     out = tmp_path / "train"
     out.mkdir()
     for method, n in RUN_STEPS.items():
-        SUMMARY["methods"][method]["runs"] = {f"{method}_s{s}": 0.0 for s in (1, 2)}
-        for s in (1, 2):
+        for s in SEEDS:
             (out / f"{method}_s{s}.json").write_text(json.dumps({"steps": n, "seed": s}))
     return out
 
