@@ -3,7 +3,8 @@
     python stages/summary.py <metrics/eval dir> <summary.json> <summary.md>
 
 Rows: the methods of train_contrastive.methods, each over its runs (one per training
-seed, train_contrastive.runs); columns: evaluate.tasks, then Avg. and the difference to
+seed, train_contrastive.runs); columns: evaluate.tasks and evaluate.finetune_tasks (only
+the runs of evaluate.finetune_runs have those), then the averages and the difference to
 `none`.
 """
 
@@ -18,10 +19,12 @@ from paracl.stage import args, run
 def main(params: dict) -> None:
     paths = args("eval_dir", "json", "markdown")
     runs = expand_runs(params["train_contrastive"])  # = params.yaml's (load_params checks)
-    tasks, cfg = params["evaluate"]["tasks"], params["summary"]
+    ev, cfg = params["evaluate"], params["summary"]
+    tasks = ev["tasks"] + ev["finetune_tasks"]
     if not Path(paths.eval_dir).is_dir():  # one missing job is an n/a cell; none is an error
         raise ArtifactError(f"{paths.eval_dir}: not found (did the evaluate stage run?)")
-    results = load_results(Path(paths.eval_dir), list(runs), tasks)
+    only = {t: set(ev["finetune_runs"]) for t in ev["finetune_tasks"]}
+    results = load_results(Path(paths.eval_dir), list(runs), tasks, only)
     summary = build_summary(results, tasks, cfg["avg_over"], run_groups(runs))
     write_json(summary, paths.json)
     with atomic_path(paths.markdown) as tmp:

@@ -142,6 +142,45 @@ def test_finetune_and_unsup_sts_on_a_causal_lm_encoder(tiny_llama, raw, tmp_path
     assert math.isfinite(res["score"])
 
 
+def test_finetune_top_layers_trains_them_and_the_head_only(tiny_llama, raw, tmp_path):
+    """evaluate.train_layers (the effect presets' CPU cut): the top N layers and the new
+    task head change, every layer below keeps its weights, and the result says so."""
+    from transformers import AutoModelForSequenceClassification
+
+    from paracl.evaluation.encoder import transformer_dir
+    from paracl.evaluation.finetune import trainable
+
+    encoder = tmp_path / "encoder"
+    save_encoder(build_encoder(tiny_llama, "mean", None), encoder)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        transformer_dir(encoder), num_labels=1
+    )
+    n_layers = len(model.model.layers)
+    assert trainable(model, 1) == f"1 of {n_layers}"
+    grads = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert any(n.startswith("score.") for n in grads)  # the head
+    assert any(f"layers.{n_layers - 1}." in n for n in grads)
+    assert not any("layers.0." in n or "embed_tokens" in n for n in grads)
+    cfg = FinetuneConfig(epochs=1, lr=1e-2, batch_size=8, max_length=32, patience=1, train_layers=1)
+    out = finetune_task(encoder, load_task("stsb", raw, seed=0), cfg, seeds=[1], device=CPU)
+    assert (
+        out["runs"][0]["trained_layers"] == f"1 of {n_layers}"
+        and out["config"]["train_layers"] == 1
+    )
+
+
+def test_finetune_job_scores_a_seeded_sample_of_the_test_split(tiny_bert, raw):
+    """evaluate.max_test: a seeded sample of the whole test split (recorded), not its
+    first rows; null keeps the whole split."""
+    cfg = {**CFG, "raw_dir": raw, "seeds": [1], "epochs": 1, "max_test": 10}
+    res = run_job("none", "stsb", tiny_bert, cfg, seed=0, device=CPU)
+    assert res["sizes"]["test"] == 10 and res["samples"]["test"]["pairs"] == 10
+    assert res["samples"]["test"]["of"] == 24 and res["samples"]["test"]["stratified_by"] == "genre"
+    assert "capped to a seeded sample of 10" in res["provenance"]["test"]
+    whole = run_job("none", "stsb", tiny_bert, {**cfg, "max_test": None}, seed=0, device=CPU)
+    assert whole["sizes"]["test"] == 24
+
+
 def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):
     """stages/evaluate.py in a scratch repo, then the summary table over its outputs."""
     (tmp_path / "models/encoders").mkdir(parents=True)

@@ -348,3 +348,65 @@ def test_architecture_runs_its_code_path(arch, role, request, tmp_path_factory):
         assert len(outs) == 1 and counts[0] >= 1
     else:
         raise AssertionError(f"no code path tested for role {role}")
+
+
+def test_fine_tuned_methods_expand_to_their_runs_and_stay_in_step(params_copy, capsys):
+    """evaluate.finetune_methods: a preset or `paracl expand` writes their runs (every
+    seed) into evaluate.finetune_runs, which evaluate_finetune crosses with
+    evaluate.finetune_tasks; a stale or wrong list is a one-line error naming the key."""
+    from paracl.cli import main
+    from paracl.params import ParamsError, load_params
+
+    presets.apply_preset(presets.load_preset("effect-en", REPO / "presets"), params_copy)
+    ft = {"finetune_tasks": ["stsb"], "finetune_methods": ["none", "ppdb"]}
+    changed = presets.apply_preset({"evaluate": ft}, params_copy)
+    want = ["none", "ppdb_s1", "ppdb_s2", "ppdb_s3"]
+    assert ("evaluate.finetune_runs", [], want) in changed
+    assert load_params(params_copy)["evaluate"]["finetune_runs"] == want
+    # removing a method drops its runs from the fine-tuned column too
+    presets.apply_preset({"train_contrastive": {"methods": {"ams": None}}}, params_copy)
+    assert load_params(params_copy)["evaluate"]["finetune_runs"] == want
+    # a hand edit of the methods leaves the list stale: refused, then `paracl expand` fixes it
+    text = params_copy.read_text()
+    assert "finetune_methods: [none, ppdb]" in text
+    params_copy.write_text(
+        text.replace("finetune_methods: [none, ppdb]", "finetune_methods: [ppdb]")
+    )
+    with pytest.raises(ParamsError, match="'evaluate.finetune_runs' is out of date"):
+        load_params(params_copy)
+    assert main(["expand", "--params", str(params_copy)]) == 0
+    assert "evaluate.finetune_runs" in capsys.readouterr().out
+    assert load_params(params_copy)["evaluate"]["finetune_runs"] == want[1:]
+    for bad, key in (
+        ({"finetune_methods": ["ppbd"]}, "'evaluate.finetune_methods': 'ppbd' is not a method"),
+        ({"finetune_tasks": ["unsup_sts_en"]}, "'evaluate.finetune_tasks': 'unsup_sts_en' is in"),
+    ):
+        with pytest.raises(ParamsError, match=key):
+            presets.apply_preset({"evaluate": bad}, params_copy)
+
+
+def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params_copy):
+    """dvc.yaml: evaluate_finetune runs the evaluate job for evaluate.finetune_runs ×
+    evaluate.finetune_tasks only, and the summary depends on both lists."""
+    from stage_helpers import expand_stages
+
+    from paracl.params import load_params
+
+    presets.apply_preset(presets.load_preset("effect-en", REPO / "presets"), params_copy)
+    ft = {"finetune_tasks": ["stsb"], "finetune_methods": ["none", "ppdb"]}
+    presets.apply_preset({"evaluate": ft}, params_copy)
+    pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    stages = expand_stages(pipeline, load_params(params_copy))
+    tuned = sorted(n for n in stages if n.startswith("evaluate_finetune@"))
+    assert tuned == [
+        f"evaluate_finetune@{r}-stsb" for r in ("none", "ppdb_s1", "ppdb_s2", "ppdb_s3")
+    ]
+    job, plain = stages["evaluate_finetune@ppdb_s2-stsb"], stages["evaluate@ppdb_s2-unsup_sts_en"]
+    assert (
+        job["cmd"].split()[:3] == plain["cmd"].split()[:3]
+        and job["deps"][:-2] == plain["deps"][:-2]
+    )
+    assert "metrics/eval/ppdb_s2/stsb.json" in job["cmd"]
+    assert {"evaluate.finetune_tasks", "evaluate.finetune_runs"} <= set(
+        pipeline["stages"]["summary"]["params"]
+    )

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from paracl.evaluation.summary import build_summary, effect_vs, run_groups, to_markdown
+from paracl.evaluation.summary import (
+    NOT_RUN,
+    build_summary,
+    effect_vs,
+    load_results,
+    run_groups,
+    to_markdown,
+)
 from paracl.params import expand_runs
 
 METHODS = {
@@ -134,16 +141,23 @@ def test_effect_presets_train_every_method_with_three_seeds(names, tmp_path):
         assert runs[run]["input"] == f"models/encoders/jcse_s{runs[run]['seed']}"
 
 
+def _finetuned(score: float) -> dict:
+    return {"kind": "finetune", "score": score, "score_std": 0.0, "official_split": True,
+            "test": {"n": 1}, "encoder": {"base_model": {"id": "tiny/base"}}}  # fmt: skip
+
+
 def test_the_papers_claims_are_welch_tests_between_their_two_methods():
     from scipy import stats
 
     scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
               "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0, "ams": 35.0}  # fmt: skip
-    results = {m: {"unsup_sts_en": _result(s)} for m, s in scores.items()}
-    summary = build_summary(results, ["unsup_sts_en"], "all", GROUPS)
+    # PPDB's Table 3 is fine-tuned: its claim is tested on the fine-tuned column
+    results = {m: {"stsb": _finetuned(s)} for m, s in scores.items()}
+    summary = build_summary(results, ["stsb"], "all", GROUPS)
     # only the claim whose two methods ran: ppdb above unsupervised SimCSE
     [claim] = summary["claims"]
     assert (claim["method"], claim["other"]) == ("ppdb", "simcse_unsup")
+    assert claim["measure"] == "finetune"
     assert claim["diff"] == pytest.approx(41.0 - 30.0)
     expected = stats.ttest_ind([40.0, 41.0, 42.0], [31.0, 29.0], equal_var=False).pvalue
     assert claim["p"] == pytest.approx(expected) and claim["holds"]
@@ -151,15 +165,72 @@ def test_the_papers_claims_are_welch_tests_between_their_two_methods():
     assert "The papers' claims" in text and "ppdb − simcse_unsup: +11.0" in text
     # the claim's direction matters: a significant difference the other way does not hold
     flipped = {**scores, "ppdb_s1": 20.0, "ppdb_s2": 21.0, "ppdb_s3": 22.0}
-    results = {m: {"unsup_sts_en": _result(s)} for m, s in flipped.items()}
-    [claim] = build_summary(results, ["unsup_sts_en"], "all", GROUPS)["claims"]
+    results = {m: {"stsb": _finetuned(s)} for m, s in flipped.items()}
+    [claim] = build_summary(results, ["stsb"], "all", GROUPS)["claims"]
     assert claim["diff"] < 0 and claim["p"] < 0.05 and not claim["holds"]
     # one seed each: a difference, no test
     single = {"none": 30.0, "ppdb": 40.0, "simcse_unsup": 31.0}
-    results = {m: {"unsup_sts_en": _result(s)} for m, s in single.items()}
-    [claim] = build_summary(results, ["unsup_sts_en"], "all")["claims"]
+    results = {m: {"stsb": _finetuned(s)} for m, s in single.items()}
+    [claim] = build_summary(results, ["stsb"], "all")["claims"]
     assert (
         claim["p"] is None
         and not claim["holds"]
-        and "n/a" in to_markdown(build_summary(results, ["unsup_sts_en"], "all"))
+        and "n/a" in to_markdown(build_summary(results, ["stsb"], "all"))
     )
+
+
+def test_a_claim_on_another_kind_of_task_is_not_tested_on_cosine_sts():
+    """PPDB's claim is about fine-tuned tasks: a table of cosine STS alone says it cannot
+    test it, rather than testing what the paper did not claim (issue 33 item 4)."""
+    scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
+              "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0}  # fmt: skip
+    results = {m: {"unsup_sts_en": _result(s)} for m, s in scores.items()}
+    summary = build_summary(results, ["unsup_sts_en"], "all", GROUPS)
+    [claim] = summary["claims"]
+    assert "diff" not in claim and "fine-tuned" in claim["untested"]
+    assert "Not tested here: PPDB Table 3" in to_markdown(summary)
+
+
+def test_a_fine_tuned_column_for_some_methods_gets_its_own_average_and_test():
+    """evaluate.finetune_tasks run for some methods only: their rows get a fine-tuned
+    average with Δ and p against none, the other rows a dash there, and every row keeps
+    its unsupervised average (effect presets, issue 33 item 4)."""
+    unsup = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
+             "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0, "ams": 35.0}  # fmt: skip
+    tuned = {"none": 60.0, "ppdb_s1": 62.0, "ppdb_s2": 63.0, "ppdb_s3": 64.0,
+             "simcse_unsup_s1": 61.0, "simcse_unsup_s2": 60.0}  # fmt: skip
+    only = {"stsb": set(tuned)}
+    results = {}
+    for run, score in unsup.items():
+        results[run] = {"unsup_sts_en": _result(score)}
+        if run in tuned:
+            results[run]["stsb"] = _finetuned(tuned[run])
+    results = {  # what load_results gives for a run outside evaluate.finetune_runs
+        run: {t: (r if t not in only or run in only[t] else
+                  {"skipped": NOT_RUN, "score": None, "not_run": True})
+              for t, r in {**per, "stsb": per.get("stsb")}.items()}
+        for run, per in results.items()
+    }  # fmt: skip
+    summary = build_summary(results, ["unsup_sts_en", "stsb"], "all", GROUPS)
+    assert summary["measures"] == ["unsup", "finetune"]
+    ppdb, ams = summary["methods"]["ppdb"], summary["methods"]["ams"]
+    assert ppdb["measures"]["finetune"]["avg"] == pytest.approx(63.0)
+    assert ppdb["measures"]["finetune"]["vs_none"]["diff"] == pytest.approx(3.0)
+    assert ppdb["measures"]["unsup"]["vs_none"]["diff"] == pytest.approx(11.0)
+    assert ams["measures"]["finetune"]["avg"] is None
+    assert ams["measures"]["unsup"]["avg"] == pytest.approx(35.0)
+    [claim] = summary["claims"]  # PPDB's, on the fine-tuned average
+    assert claim["measure"] == "finetune" and claim["diff"] == pytest.approx(63.0 - 60.5)
+    text = to_markdown(summary)
+    assert "Unsup. avg" in text and "Fine-tuned avg" in text and f"— {NOT_RUN}" in text
+    ams_line = next(line for line in text.splitlines() if line.startswith("| ams"))
+    assert "—" in ams_line and "35.0" in ams_line
+    assert "Missing cells" not in text  # a planned gap is no missing result
+
+
+def test_load_results_marks_runs_outside_the_fine_tuned_methods(tmp_path):
+    """A stale metrics file of a run no longer in evaluate.finetune_runs is not read."""
+    (tmp_path / "ams").mkdir()
+    (tmp_path / "ams" / "stsb.json").write_text('{"score": 99.0}')
+    out = load_results(tmp_path, ["none", "ams"], ["stsb"], {"stsb": {"none"}})
+    assert out["ams"]["stsb"]["not_run"] and out["none"]["stsb"] is None

@@ -58,6 +58,8 @@ def param(
     """A field with a range (for a list or a dict: each item's), the names it accepts
     (`names()`, read when checked) and a line of help."""
     meta = {"min": min, "max": max, "help": help, "names": names}
+    if isinstance(default, list):  # a dataclass default must not be shared between instances
+        return dataclasses.field(default_factory=lambda: list(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -192,7 +194,12 @@ class PrepareDomain(Section):
 
 class Evaluate(Section):
     # the encoders evaluated are the keys of train_contrastive.methods
-    tasks: list[str] = param(help="jobs: unsup_sts_<lang>, pi_<lang>, tasks", names=job_names)
+    tasks: list[str] = param(help="jobs of every run: unsup_sts_<lang>, pi_<lang>, tasks", names=job_names)
+    finetune_tasks: list[str] = param(
+        [], help="jobs of finetune_methods' runs only (a costly column)", names=job_names
+    )
+    finetune_methods: list[str] = param([], help="methods whose runs get finetune_tasks too")
+    finetune_runs: list[str] = param([], help="their runs, written by `paracl expand`")
     raw_dir: str
     seeds: list[int] = param(min=0, help="fine-tuning seeds")
     epochs: int | None = param(min=1, help="null: each task's paper value")
@@ -201,6 +208,10 @@ class Evaluate(Section):
     patience: int = param(min=1, help="early stop after N epochs without dev gain")
     max_train: int | None = param(min=1, help="seeded train sample; null = all")
     max_dev: int | None = param(min=1, help="seeded dev sample; null = all")
+    max_test: int | None = param(None, min=1, help="fine-tuning: seeded test sample; null = all")
+    train_layers: int | None = param(
+        None, min=1, help="fine-tuning: the top N layers (+ head) train; null = every layer"
+    )
     max_eval_pairs: int | None = param(min=1, help="unsup/PI cap; null = all")
     max_seq_length: int = param(min=8, max=4096)
     encode_batch_size: int = param(min=1)
@@ -583,11 +594,46 @@ def check_train_contrastive(values: dict) -> None:
         )
 
 
+def finetune_runs(values: dict) -> list[str]:
+    """evaluate.finetune_runs as `paracl expand` writes it: the runs of the methods in
+    evaluate.finetune_methods (every seed), which alone get evaluate.finetune_tasks.
+
+    Why a list in params.yaml: DVC's matrix crosses whole lists; it cannot pick the runs
+    of some methods, so the second evaluate stage reads this one."""
+    ev, tc = values["evaluate"], values["train_contrastive"]
+    unknown = [m for m in ev.get("finetune_methods", []) if m not in tc["methods"]]
+    if unknown:
+        raise ParamsError(
+            f"'evaluate.finetune_methods': {unknown[0]!r} is not a method of "
+            f"train_contrastive.methods (known: {', '.join(tc['methods'])})"
+        )
+    both = [t for t in ev.get("finetune_tasks", []) if t in ev["tasks"]]
+    if both:
+        raise ParamsError(
+            f"'evaluate.finetune_tasks': {both[0]!r} is in evaluate.tasks too (every run "
+            "gets those already): list it in one of the two"
+        )
+    wanted = set(ev.get("finetune_methods", []))
+    return [run for run, r in expand_runs(tc).items() if r["method"] in wanted]
+
+
+def check_finetune_runs(values: dict) -> None:
+    """A stale evaluate.finetune_runs would fine-tune other runs than the methods say."""
+    if values["evaluate"].get("finetune_runs", []) != finetune_runs(values):
+        raise ParamsError(
+            "'evaluate.finetune_runs' is out of date with evaluate.finetune_methods and "
+            f"train_contrastive.runs: run `{EXPAND}` to rewrite it"
+        )
+
+
 def with_runs(values: dict) -> dict:
-    """`values` with train_contrastive.runs rewritten from its methods and seeds, as
-    `paracl expand` rewrites params.yaml (for params built in code)."""
+    """`values` with train_contrastive.runs and evaluate.finetune_runs rewritten from the
+    methods and seeds, as `paracl expand` rewrites params.yaml (for params built in code)."""
     tc = values["train_contrastive"]
-    return {**values, "train_contrastive": {**tc, "runs": expand_runs(tc)}}
+    out = {**values, "train_contrastive": {**tc, "runs": expand_runs(tc)}}
+    if "evaluate" in values:
+        out["evaluate"] = {**values["evaluate"], "finetune_runs": finetune_runs(out)}
+    return out
 
 
 def _yaml_problem(path: Path, err: yaml.YAMLError) -> str:
@@ -624,6 +670,7 @@ def load_params(path: str | Path = "params.yaml") -> dict:
     try:
         checked = validate(values)
         check_train_contrastive(checked)
+        check_finetune_runs(checked)
     except ParamsError as err:
         raise ParamsError(f"{path}: {err}") from None
     return checked

@@ -35,6 +35,7 @@ from paracl.params import ParamsError, check_train_contrastive, validate, with_r
 
 PRESETS_DIR = Path("presets")
 RUNS = "train_contrastive.runs"
+FINETUNE_RUNS = "evaluate.finetune_runs"
 
 
 def _yaml():
@@ -193,6 +194,7 @@ def apply_preset(
         return changed
     _merge_into(doc, preset)
     _set_runs(doc, merged["train_contrastive"]["runs"])
+    _set_finetune_runs(doc, merged)
     _write(y, doc, original, {key.split(".")[0] for key, _, _ in changed}, params_path)
     return changed
 
@@ -219,7 +221,8 @@ def expand(params_path: str | Path = "params.yaml", dry_run: bool = False) -> li
     changed = _runs_change(doc, merged)
     if changed and not dry_run:
         _set_runs(doc, merged["train_contrastive"]["runs"])
-        _write(y, doc, original, {"train_contrastive"}, params_path)
+        _set_finetune_runs(doc, merged)
+        _write(y, doc, original, {key.split(".")[0] for key, _, _ in changed}, params_path)
     return changed
 
 
@@ -235,10 +238,13 @@ def _checked(values: dict) -> dict:
 
 
 def _runs_change(doc, merged: dict) -> list[tuple[str, Any, Any]]:
-    """The runs' names before and after, where the runs change."""
+    """The runs' names before and after, where the runs (or the fine-tuned runs) change."""
     old = _plain(doc.get("train_contrastive", {}).get("runs")) or {}
     new = merged["train_contrastive"]["runs"]
-    return [] if list(old.items()) == list(new.items()) else [(RUNS, list(old), list(new))]
+    out = [] if list(old.items()) == list(new.items()) else [(RUNS, list(old), list(new))]
+    old_ft = _plain(doc.get("evaluate", {}).get("finetune_runs")) or []
+    new_ft = merged["evaluate"]["finetune_runs"]
+    return out + ([] if old_ft == new_ft else [(FINETUNE_RUNS, old_ft, new_ft)])
 
 
 def _set_runs(doc, runs: dict) -> None:
@@ -255,6 +261,11 @@ def _set_runs(doc, runs: dict) -> None:
         del node[name]
     for name, run in runs.items():
         node[name] = _flow(run)
+
+
+def _set_finetune_runs(doc, merged: dict) -> None:
+    """evaluate.finetune_runs of the ruamel document, rewritten in place (a flow list)."""
+    doc["evaluate"]["finetune_runs"] = _flow(merged["evaluate"]["finetune_runs"])
 
 
 def _write(y, doc, original: str, touched: set[str], params_path: Path) -> None:
@@ -306,7 +317,7 @@ def run_expand_cli(args: argparse.Namespace) -> int:
     for key, old, new in changed:
         print(f"{key}: {', '.join(old) or '(none)'} -> {', '.join(new)}")
     verb = "would be rewritten" if args.dry_run else "rewritten"
-    print(f"{args.params}: {RUNS} {verb if changed else 'is up to date'}")
+    print(f"{args.params}: {RUNS} and {FINETUNE_RUNS} {verb if changed else 'are up to date'}")
     return 0
 
 

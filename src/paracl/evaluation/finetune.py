@@ -41,6 +41,7 @@ from paracl.errors import InputError
 from paracl.evaluation.encoder import transformer_dir
 from paracl.evaluation.metrics import METRICS, summarize_seeds
 from paracl.evaluation.tasks import TaskData
+from paracl.freeze import freeze
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ class FinetuneConfig:
     weight_decay: float = 0.01
     eval_batch_size: int = 64
     precision: str = DEFAULT_PRECISION  # auto | bf16 | fp16 | fp32 (paracl.device)
+    train_layers: int | None = None  # top N layers + the task head train; None: every layer
 
 
 def _targets(df: pd.DataFrame, data: TaskData, split: str) -> torch.Tensor:
@@ -129,6 +131,21 @@ def train_step(
     return float(out.loss.detach())
 
 
+def trainable(model, train_layers: int | None) -> str:
+    """Freeze all but the top `train_layers` layers (paracl.freeze), then let the task
+    head (every parameter outside the base model, and a BERT pooler) train: it is new.
+    Returns what trains ("all" or "4 of 30") for the result."""
+    what = freeze(model, train_layers, freeze_embeddings=False, param="evaluate.train_layers")
+    inside = {id(p) for p in model.base_model.parameters()}
+    for p in model.parameters():
+        if id(p) not in inside:
+            p.requires_grad = True
+    pooler = getattr(model.base_model, "pooler", None)
+    if pooler is not None:
+        pooler.requires_grad_(True)
+    return what
+
+
 def finetune_once(
     encoder_dir: str | Path, data: TaskData, cfg: FinetuneConfig, seed: int, device
 ) -> dict:
@@ -147,16 +164,17 @@ def finetune_once(
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         model.config.pad_token_id = tokenizer.pad_token_id
+    trained = trainable(model, cfg.train_layers)
     y_train = _targets(data.train, data, "train")
     metrics = report_metrics(data)
     primary = metrics[0]
 
     no_decay = ("bias", "LayerNorm.weight", "layer_norm", "norm.weight")
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     groups = [
-        {"params": [p for n, p in model.named_parameters() if not any(k in n for k in no_decay)],
+        {"params": [p for n, p in named if not any(k in n for k in no_decay)],
          "weight_decay": cfg.weight_decay},
-        {"params": [p for n, p in model.named_parameters() if any(k in n for k in no_decay)],
-         "weight_decay": 0.0},
+        {"params": [p for n, p in named if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]  # fmt: skip
     optimizer = adamw(groups, lr=cfg.lr)
     scaler = grad_scaler(device, precision=cfg.precision)
@@ -175,7 +193,7 @@ def finetune_once(
         for start in bar:
             idx = perm[start : start + cfg.batch_size]
             loss = train_step(model, tokenizer, data, idx, y_train, cfg, device, scaler)
-            optimizer_step(optimizer, scaler, list(model.parameters()), max_norm=1.0)
+            optimizer_step(optimizer, scaler, [p for _, p in named], max_norm=1.0)
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             running += loss * len(idx)
@@ -199,6 +217,7 @@ def finetune_once(
         "test": _score(data, data.test, test_pred, metrics),
         "best_epoch": best_epoch,
         "epochs_run": len(losses),
+        "trained_layers": trained,
         "train_loss": losses,
     }
 

@@ -38,12 +38,13 @@ log = logging.getLogger(__name__)
 __all__ = ["JOBS", "PI", "UNSUP", "job_info", "run_job"]
 
 
-def _cap(data: TaskData, max_train: int | None, max_dev: int | None, seed: int) -> dict:
-    """A seeded sample of train/dev (same for every method and fine-tuning seed),
-    stratified by label for classes and by genre where a set has one; the records."""
+def _cap(data: TaskData, caps: dict[str, int | None], seed: int) -> dict:
+    """A seeded sample of each split in `caps` (same for every method and fine-tuning
+    seed), stratified by label for classes and by genre where a set has one; the records.
+    A capped test split is a sample of the whole set, never its first rows."""
     records = {}
     by = "label" if data.task.kind == "classification" else None
-    for split, cap in (("train", max_train), ("dev", max_dev)):
+    for split, cap in caps.items():
         df = getattr(data, split)
         strata = by or ("genre" if "genre" in df.columns else None)
         sample, records[split] = sample_rows(df, cap, seed, strata)
@@ -159,7 +160,8 @@ def _pi(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict
 def _finetune(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
     t = get_task(task)
     data = _load(task, cfg, seed)
-    samples = _cap(data, cfg["max_train"], cfg["max_dev"], seed)
+    caps = {"train": cfg["max_train"], "dev": cfg["max_dev"], "test": cfg.get("max_test")}
+    samples = _cap(data, caps, seed)
     ft = FinetuneConfig(
         epochs=cfg["epochs"] or t.epochs,
         lr=cfg["lr"] or t.lr,
@@ -167,6 +169,7 @@ def _finetune(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -
         max_length=cfg["max_seq_length"],  # fine-tuning only; embedding tasks: as saved
         patience=cfg["patience"],
         precision=cfg.get("precision", FinetuneConfig.precision),  # top-level, in by the stage
+        train_layers=cfg.get("train_layers"),
     )
     out = finetune_task(encoder_dir, data, ft, cfg["seeds"], device)
     paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size, "source": t.hp_source}

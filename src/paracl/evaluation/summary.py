@@ -36,27 +36,55 @@ GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsuperv
 ALPHA = 0.05  # significance level of the t-test over seeds
 TEST = "two-sided one-sample t-test over training seeds of (method − none) on Avg."
 CLAIM_TEST = "Welch's two-sided two-sample t-test over the two methods' training seeds (Avg.)"
-# (the paper's claim, the method it is about, the method it should beat on Avg.)
+# Each column counts towards one measure: the mean of the fine-tuned tasks, or of the
+# rest (cosine STS, cosine PI, the domain sets), which no fine-tuning touches.
+MEASURES = {"unsup": "Unsup. avg", "finetune": "Fine-tuned avg"}
+# (the paper's claim, the method it is about, the method it should beat, and on what: the
+# paper's own kind of task; PPDB's Table 3 and EBSIM's matching are fine-tuned, the
+# round-trip paper's Table 3 and JCSE's STS are cosine STS)
 CLAIMS = (
-    ("PPDB Table 3: PPDB positives above unsupervised SimCSE", "ppdb", "simcse_unsup"),
-    ("PPDB Table 3: PPDB positives above supervised SimCSE", "ppdb", "simcse_sup"),
-    ("JCSE: two-stage training above stage one alone", "jcse_two_stage", "jcse"),
-    ("EBSIM Table 5: both aspects (RA + AA) above RA alone", "ebsim", "ebsim_no_aa"),
+    ("PPDB Table 3: PPDB positives above unsupervised SimCSE", "ppdb", "simcse_unsup",
+     "finetune"),
+    ("PPDB Table 3: PPDB positives above supervised SimCSE", "ppdb", "simcse_sup", "finetune"),
+    ("Round trip Table 3: SimCSE with <BLEU0_5> paraphrases above SimCSE",
+     "paraphraser_bleu0_5", "simcse_unsup", "unsup"),
+    ("Round trip Table 3: SimCSE with <BLEU20> paraphrases above SimCSE",
+     "paraphraser_bleu20", "simcse_unsup", "unsup"),
+    ("Round trip Table 3: SimCSE with <BLEU40> paraphrases above SimCSE",
+     "paraphraser_bleu40", "simcse_unsup", "unsup"),
+    ("Round trip Table 3: SimCSE above SimCSE with a greedy round trip", "simcse_unsup",
+     "roundtrip_greedy", "unsup"),
+    ("JCSE: two-stage training above stage one alone", "jcse_two_stage", "jcse", "unsup"),
+    ("EBSIM Table 5: both aspects (RA + AA) above RA alone", "ebsim", "ebsim_no_aa",
+     "finetune"),
     # the domain presets (presets/jcse-*.yaml) name their methods so that these show there only
     ("JCSE §3.2: negatives of the domain-adapted filler above the unadapted one's", "jcse",
-     "jcse_unadapted"),
-    ("JCSE Table 6: in-domain JCSE above SimCSE on Wikipedia", "jcse", "simcse_wiki"),
+     "jcse_unadapted", "unsup"),
+    ("JCSE Table 6: in-domain JCSE above SimCSE on Wikipedia", "jcse", "simcse_wiki", "unsup"),
     ("JCSE Table 6: SimCSE on Wikipedia + in-domain above Wikipedia alone",
-     "simcse_wiki_domain", "simcse_wiki"),
+     "simcse_wiki_domain", "simcse_wiki", "unsup"),
 )  # fmt: skip
+NOT_RUN = "not run for this method (evaluate.finetune_methods)"
 
 
-def load_results(metrics_dir: str | Path, runs: list[str], tasks: list[str]) -> dict:
-    """{run: {task: result dict or None}} from metrics/eval/<run>/<task>.json."""
+def measure_of(task: str) -> str:
+    """The measure a column counts towards (MEASURES)."""
+    return "finetune" if job_info(task)["kind"] == "finetune" else "unsup"
+
+
+def load_results(
+    metrics_dir: str | Path, runs: list[str], tasks: list[str], only: dict | None = None
+) -> dict:
+    """{run: {task: result dict or None}} from metrics/eval/<run>/<task>.json. `only`:
+    {task: the runs it is run for} (evaluate.finetune_tasks: evaluate.finetune_runs); any
+    other run's cell says so instead of reading a file (a stale one may lie there)."""
     out: dict = {}
     for r in runs:
         out[r] = {}
         for t in tasks:
+            if only and t in only and r not in only[t]:
+                out[r][t] = {"skipped": NOT_RUN, "score": None, "not_run": True}
+                continue
             path = Path(metrics_dir) / r / f"{t}.json"
             out[r][t] = read_json(path) if path.exists() else None
     return out
@@ -89,6 +117,9 @@ def _entry_row(per_task: dict, tasks: list[str], use: list[str]) -> dict:
         if r is None:
             cells[t] = {"score": None, "note": "not run (no metrics file)"}
             continue
+        if r.get("not_run"):
+            cells[t] = {"score": None, "note": r["skipped"], "not_run": True}
+            continue
         base = (r.get("encoder") or {}).get("base_model") or {}
         models.add(base.get("id", "unknown"))
         cells[t] = {
@@ -105,11 +136,13 @@ def _entry_row(per_task: dict, tasks: list[str], use: list[str]) -> dict:
         if r.get("breakdown"):  # a job's own sub-scores (QAbot: MRR, MAP, P@1, P@5)
             cells[t]["sets"] = dict(r["breakdown"])
     finetuned = [t for t in use if job_info(t)["kind"] == "finetune"]
+    by_measure = {m: [cells[t]["score"] for t in tasks if measure_of(t) == m] for m in MEASURES}
     return {
         "tasks": cells,
         "avg": _mean([cells[t]["score"] for t in use]) if use else None,
         "dev_avg": _mean([cells[t].get("dev") for t in finetuned]) if finetuned else None,
         "base_models": sorted(models),
+        "measures": {m: _mean(v) for m, v in by_measure.items() if v},
     }
 
 
@@ -124,7 +157,8 @@ def _seed_row(entries: dict[str, dict], tasks: list[str]) -> dict:
         scores = [c["score"] for c in per_seed]
         if any(s is None for s in scores):
             missing = next(c for c in per_seed if c["score"] is None)
-            cells[t] = {"score": None, "note": missing.get("note", "not run")}
+            cells[t] = {k: v for k, v in missing.items() if k in ("score", "note", "not_run")}
+            cells[t].setdefault("note", "not run")
             continue
         cells[t] = {
             "score": float(np.mean(scores)),
@@ -177,14 +211,29 @@ def compare(runs: dict[str, float | None], other: dict[str, float | None]) -> di
     return out
 
 
+def measure(runs: dict[str, float | None]) -> dict:
+    """One measure of a row: its runs' values, their mean and sd (None: a value missing)."""
+    values = list(runs.values())
+    mean = _mean(values)
+    std = statistics.stdev(values) if mean is not None and len(values) > 1 else None
+    return {"avg": mean, "avg_std": std, "runs": dict(runs)}
+
+
 def claims(rows: dict[str, dict]) -> list[dict]:
-    """The CLAIMS whose two methods are both rows, each with its comparison."""
+    """The CLAIMS whose two methods are both rows, each compared on its paper's measure;
+    one the run cannot test (no such column, or a row without it) says why."""
     out = []
-    for claim, method, other in CLAIMS:
-        if method in rows and other in rows:
-            result = compare(rows[method]["runs"], rows[other]["runs"])
-            if result is not None:
-                out.append({"claim": claim, "method": method, "other": other, **result})
+    for claim, method, other, on in CLAIMS:
+        if method not in rows or other not in rows:
+            continue
+        head = {"claim": claim, "method": method, "other": other, "measure": on}
+        a, b = (rows[m].get("measures", {}).get(on) for m in (method, other))
+        result = compare(a["runs"], b["runs"]) if a and b else None
+        if result is None:
+            why = f"no {MEASURES[on].lower().removesuffix(' avg')} column for both methods"
+            out.append({**head, "untested": why})
+        else:
+            out.append({**head, **result})
     return out
 
 
@@ -200,17 +249,24 @@ def build_summary(
     use = [t for t in tasks if avg_over == "all" or job_info(t)["kind"] == "finetune"]
     entries = {name: _entry_row(per_task, tasks, use) for name, per_task in results.items()}
     groups = groups or {name: [name] for name in results}
-    rows = {
-        row: _seed_row({n: entries[n] for n in names if n in entries}, tasks)
-        for row, names in groups.items()
-        if any(n in entries for n in names)
-    }
+    kinds = [m for m in MEASURES if any(measure_of(t) == m for t in tasks)]
+    rows = {}
+    for row, names in groups.items():
+        present = {n: entries[n] for n in names if n in entries}
+        if present:
+            rows[row] = _seed_row(present, tasks)
+            rows[row]["measures"] = {
+                m: measure({n: e["measures"].get(m) for n, e in present.items()}) for m in kinds
+            }
     if "none" in rows:
         for name, row in rows.items():
             if name != "none":
                 row["vs_none"] = effect_vs(row["runs"], rows["none"]["runs"])
+                for m, value in row["measures"].items():
+                    value["vs_none"] = effect_vs(value["runs"], rows["none"]["measures"][m]["runs"])
     return {
         "columns": [{"task": t, **job_info(t)} for t in tasks],
+        "measures": kinds,
         "avg_over": avg_over,
         "test": TEST,
         "methods": rows,
@@ -223,67 +279,97 @@ def _signed(value: float, fmt: str) -> str:
     return ("+" if value >= 0 else "−") + fmt.format(abs(value))
 
 
+def _avg_blocks(summary: dict) -> list[tuple[str, str | None]]:
+    """The average columns after the tasks: (title, measure) each. One `Avg.` (avg_over)
+    where the table has one kind of column; with fine-tuned and other columns, one average
+    of each (a method without the fine-tuned column still has the other)."""
+    kinds = summary.get("measures") or []
+    if len(kinds) > 1:
+        return [(MEASURES[m], m) for m in kinds]
+    return [("Avg.", None)]
+
+
+def _avg_cells(row: dict, on: str | None, fmt: str, with_effect: bool, seeded: bool) -> list:
+    """A row's average (± sd over seeds) and, beside `none`, its Δ and p cells."""
+    value = row if on is None else row["measures"][on]
+    text = fmt.format(value["avg"]) if value.get("avg") is not None else "n/a"
+    if value.get("avg_std") is not None:
+        text += " ± " + fmt.format(value["avg_std"])
+    if not with_effect:
+        return [text]
+    return [text, *_effect_cells(value.get("vs_none"), fmt, seeded)]
+
+
+def _task_cell(cell: dict, fmt: str) -> str:
+    text = fmt.format(cell["score"])
+    if cell.get("n_seeds") and cell["n_seeds"] > 1:
+        text += " ± " + fmt.format(cell["std"])
+    return text + (" †" if cell["official_split"] is False else "")
+
+
 def to_markdown(summary: dict, decimals: int = 1) -> str:
     """Table-3-style Markdown: a group header row, a task row, one row per method, then
     (with a `none` row) the difference to it and the test over seeds."""
-    cols = summary["columns"]
-    rows = summary["methods"]
+    cols, rows = summary["columns"], summary["methods"]
     fmt = f"{{:.{decimals}f}}"
     seeded = any(len(r.get("runs", {})) > 1 for r in rows.values())
-    effect = ["Δ Avg. vs none", "p (seeds)"] if seeded else ["Δ Avg. vs none"]
-    effect = effect if "none" in rows else []
+    with_effect = "none" in rows
+    effect = (["Δ vs none", "p (seeds)"] if seeded else ["Δ vs none"]) if with_effect else []
+    blocks = _avg_blocks(summary)
+    if len(blocks) == 1:  # the one Avg. keeps its long-standing header
+        effect = [e.replace("Δ vs", "Δ Avg. vs") for e in effect]
     groups = [c["group"] for c in cols]
-    head1 = ["", *groups, "", *[""] * len(effect)]
-    # Blank out a group name repeated in adjacent columns, as Table 3 does.
-    for i in range(len(groups) - 1, 0, -1):
+    head1 = ["", *groups, *([""] * (len(blocks) * (1 + len(effect))))]
+    for i in range(len(groups) - 1, 0, -1):  # a group named once, as Table 3 does
         if groups[i] == groups[i - 1]:
             head1[i + 1] = ""
-    head2 = ["Method", *(f"{c['title']} ({c['metric']})" for c in cols), "Avg.", *effect]
+    head2 = ["Method", *(f"{c['title']} ({c['metric']})" for c in cols)]
+    for title, _ in blocks:
+        head2 += [title, *effect]
     lines = ["| " + " | ".join(head1) + " |", "| " + " | ".join(head2) + " |",
              "|" + "---|" * len(head2)]  # fmt: skip
-    notes, daggers = [], False
+    notes, daggers, not_run = [], False, False
     for method, row in rows.items():
         n_runs = len(row.get("runs", {}))
         cells = [f"{method} ({n_runs} seeds)" if n_runs > 1 else method]
         for c in cols:
             cell = row["tasks"][c["task"]]
             if cell["score"] is None:
-                cells.append("n/a")
-                notes.append(f"- {method} / {c['task']}: {cell['note']}")
+                not_run |= bool(cell.get("not_run"))
+                cells.append("—" if cell.get("not_run") else "n/a")
+                if not cell.get("not_run"):
+                    notes.append(f"- {method} / {c['task']}: {cell['note']}")
                 continue
-            text = fmt.format(cell["score"])
-            if cell.get("n_seeds") and cell["n_seeds"] > 1:
-                text += " ± " + fmt.format(cell["std"])
-            if cell["official_split"] is False:
-                text += " †"
-                daggers = True
-            cells.append(text)
-        avg = fmt.format(row["avg"]) if row["avg"] is not None else "n/a"
-        if row.get("avg_std") is not None:
-            avg += " ± " + fmt.format(row["avg_std"])
-        cells.append(avg)
-        if effect:
-            cells += _effect_cells(row.get("vs_none"), fmt, seeded)
+            daggers |= cell["official_split"] is False
+            cells.append(_task_cell(cell, fmt))
+        for _, on in blocks:
+            cells += _avg_cells(row, on, fmt, with_effect, seeded)
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    over = "fine-tuned tasks" if summary["avg_over"] == "finetune" else "all columns"
-    lines.append(f"Scores ×100; mean over seeds ± standard deviation where n > 1. "
-                 f"Avg. over {over}.")  # fmt: skip
+    lines += ["", _legend_line(summary, blocks)]
     if seeded and effect:
         lines.append(f"p: {summary['test']}; **bold** where p < {ALPHA} and every seed "
                      "moves the same way (the difference holds across seeds).")  # fmt: skip
+    if not_run:
+        lines.append(f"— {NOT_RUN}.")
     if daggers:
         lines.append("† not the official split: a seeded re-split of what exists offline "
                      "(see split_note in metrics/eval/<method>/<task>.json).")  # fmt: skip
-    lines += _breakdowns(summary, fmt)
-    lines += _claims(summary, fmt)
-    lines.append("")
-    lines.append("Base model that ran, per method:")
-    for method, row in rows.items():
-        lines.append(f"- {method}: {', '.join(row['base_models']) or 'unknown'}")
+    lines += (
+        _breakdowns(summary, fmt) + _claims(summary, fmt) + ["", "Base model that ran, per method:"]
+    )
+    lines += [f"- {m}: {', '.join(r['base_models']) or 'unknown'}" for m, r in rows.items()]
     if notes:
         lines += ["", "Missing cells:", *notes]
     return "\n".join(lines) + "\n"
+
+
+def _legend_line(summary: dict, blocks: list) -> str:
+    head = "Scores ×100; mean over seeds ± standard deviation where n > 1."
+    if len(blocks) > 1:
+        return (f"{head} {MEASURES['unsup']}: the columns without fine-tuning; "
+                f"{MEASURES['finetune']}: the fine-tuned ones; Δ and p of each against none.")  # fmt: skip
+    over = "fine-tuned tasks" if summary["avg_over"] == "finetune" else "all columns"
+    return f"{head} Avg. over {over}."
 
 
 SET_ORDER = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
@@ -313,18 +399,24 @@ def _breakdowns(summary: dict, fmt: str) -> list[str]:
 
 
 def _claims(summary: dict, fmt: str) -> list[str]:
-    """The papers' claims that this run can check, one line each."""
+    """The papers' claims that this run can check, one line each, on each paper's measure;
+    those it cannot (a fine-tuned claim without a fine-tuned column) listed after."""
     found = summary.get("claims") or []
+    tested = [c for c in found if "untested" not in c]
     if not found:
         return []
-    lines = ["", "The papers' claims (Avg.):", "",
-             "| Claim | Δ Avg. | p | Holds |", "|---|---|---|---|"]  # fmt: skip
-    for c in found:
+    lines = ["", "The papers' claims, each on its paper's kind of task:", "",
+             "| Claim | On | Δ | p | Holds |", "|---|---|---|---|---|"]  # fmt: skip
+    for c in tested:
+        on = MEASURES.get(c.get("measure"), "Avg.")
         diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
         p = "n/a (one seed or no spread)" if c["p"] is None else f"{c['p']:.3f}"
-        lines.append(f"| {c['claim']} | {diff} | {p} | {'yes' if c['holds'] else 'no'} |")
+        lines.append(f"| {c['claim']} | {on} | {diff} | {p} | {'yes' if c['holds'] else 'no'} |")
     lines.append("")
     lines.append(f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0.")
+    for c in found:
+        if "untested" in c:
+            lines.append(f"Not tested here: {c['claim']} ({c['untested']}).")
     return lines
 
 
