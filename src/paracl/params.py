@@ -194,7 +194,9 @@ class PrepareDomain(Section):
 
 class Evaluate(Section):
     # the encoders evaluated are the keys of train_contrastive.methods
-    tasks: list[str] = param(help="jobs of every run: unsup_sts_<lang>, pi_<lang>, tasks", names=job_names)
+    tasks: list[str] = param(
+        help="jobs of every run: unsup_sts_<lang>, pi_<lang>, tasks", names=job_names
+    )
     finetune_tasks: list[str] = param(
         [], help="jobs of finetune_methods' runs only (a costly column)", names=job_names
     )
