@@ -93,3 +93,26 @@ def test_the_presets_draw_8_to_64_steps_per_family(tmp_path, extra):
     if extra:
         expected |= {"simcse_unsup_all": [8, 32], "ppdb_all": [8, 32]}
     assert by_family == expected
+
+
+def test_a_committed_curve_renders_as_a_table_and_a_plot(train_dir, tmp_path):
+    """results/<name>/learning_curve.csv (the CLI's CSV, committed) renders in the docs as
+    a table of steps × family with the base as step 0, and its plot is drawn."""
+    from paracl import report
+    from paracl.evaluation.learning_curve import read_csv, table, write_csv
+
+    root = tmp_path / "repo"
+    (root / "results" / "lc").mkdir(parents=True)
+    (root / "results" / "lc" / "summary.json").write_text(json.dumps(SUMMARY))
+    rows = points(SUMMARY, train_dir)
+    write_csv(rows, root / "results" / "lc" / "learning_curve.csv")
+    assert read_csv(root / "results" / "lc" / "learning_curve.csv") == rows
+    text = table(rows, 30.0)
+    assert "| 0 (none) | 30.0 | 30.0 |" in text and "| 8 | 40.0 ± 0.5 |  |" in text
+    page = root / "docs" / "results.md"
+    page.parent.mkdir()
+    block = report.render_block(root, page, "lc", "curve")
+    assert "| 64 | 52.0 ± 1.0 |  |" in block and "](img/lc-curve.png)" in block
+    (root / "docs" / "img").mkdir()
+    assert root / "docs" / "img" / "lc-curve.png" in report.draw_plots(root)
+    assert (root / "docs" / "img" / "lc-curve.png").stat().st_size > 1000

@@ -9,7 +9,8 @@ written between markers in the Markdown files:
 
 `NAME` is a directory of results/ (a θ sweep's `exp-show-*.json` directory too);
 `:PART` picks `table` (the main table and its legend), `sets` (per-set scores),
-`claims` (the papers' claims) or, by default, all of it. `tests/test_docs.py` fails
+`claims` (the papers' claims), `curve` (a learning curve: results/<name>/learning_curve.csv,
+as `paracl learning-curve` writes it, and its plot) or, by default, all of it. `tests/test_docs.py` fails
 when a block differs from what this renders, so a re-measured result cannot be shown
 with old numbers. The configuration reference (docs/reference/params.md) is generated
 the same way, from the dataclasses of `paracl.params`, so it cannot drift either.
@@ -39,6 +40,8 @@ MARKER = re.compile(
     r"<!-- report:(@?[A-Za-z0-9_.-]+)(?::([a-z]+))? -->\n(.*?)<!-- /report -->\n", re.S
 )
 PARTS = ("all", "table", "sets", "claims")
+EXTRA_PARTS = ("plot", "heatmaps", "curve")
+CURVE = "learning_curve.csv"  # `paracl learning-curve`'s table, committed beside a summary
 PARAMS_PAGE = Path("docs/reference/params.md")
 IMG = Path("docs/img")
 # Row order of the tables (the JSON's keys are sorted); unknown methods follow, sorted.
@@ -164,6 +167,21 @@ def render_summary(results: Path, name: str, part: str) -> str:
     return text + _legend(text, stale)
 
 
+def render_curve(root: Path, page: Path, name: str) -> str:
+    """A learning curve (`paracl learning-curve`'s CSV, committed beside the summary):
+    the STS average per step count and method, with its plot."""
+    from paracl.evaluation import learning_curve as lc
+
+    source = root / "results" / name / CURVE
+    if not source.is_file():
+        return f"*results/{name}/{CURVE} is not committed.*"
+    base = read_json(root / "results" / name / "summary.json")["methods"].get("none", {})
+    text = lc.table(lc.read_csv(source), base.get("avg"))
+    return (f"{text}\n\nSTS avg (unsup.) ×100, mean ± sd over seeds.\n\n"
+            f"{_image(root, page, name, '-curve')}\n\n"
+            f"<small>Rendered by `paracl report` from `results/{name}/{CURVE}`.</small>")  # fmt: skip
+
+
 def render_theta(results: Path, name: str) -> str:
     """The θ sweep's table (PPDB paper Figure 2): ppdb's score per θ over its seeds,
     and its difference to `none` with the summary's own test over seeds."""
@@ -275,6 +293,13 @@ def draw_plots(root: Path) -> list[Path]:
         heat = root / IMG / f"{name}-heatmaps.png"
         if plot_heatmaps(results / name / "heatmaps", heat):
             written.append(heat)
+        curve = results / name / CURVE
+        if curve.is_file():
+            from paracl.evaluation import learning_curve as lc
+
+            base = read_json(results / name / "summary.json")["methods"].get("none", {})
+            lc.plot(lc.read_csv(curve), root / IMG / f"{name}-curve.png", base.get("avg"))
+            written.append(root / IMG / f"{name}-curve.png")
     return written
 
 
@@ -362,6 +387,8 @@ def render_block(root: Path, page: Path, name: str, part: str) -> str:
         if not (results / name / "heatmaps").is_dir():
             return f"*{source}heatmaps/ is not committed.*"
         return f"{_image(root, page, name, '-heatmaps')}"
+    if part == "curve":
+        return render_curve(root, page, name)
     theta = not (results / name / "summary.json").is_file()
     if part == "plot":
         return _image(root, page, name)
@@ -376,10 +403,10 @@ def fill(root: Path, page: Path, text: str) -> str:
 
     def one(match: re.Match) -> str:
         name, part = match.group(1), match.group(2) or "all"
-        if part not in (*PARTS, "plot", "heatmaps"):
+        if part not in (*PARTS, *EXTRA_PARTS):
             line = text.count("\n", 0, match.start()) + 1
             raise InputError(f"{page}:{line}: unknown report part '{part}' "
-                             f"(known: {', '.join((*PARTS, 'plot', 'heatmaps'))})")  # fmt: skip
+                             f"(known: {', '.join((*PARTS, *EXTRA_PARTS))})")  # fmt: skip
         head = f"<!-- report:{name}{':' + part if match.group(2) else ''} -->\n"
         return f"{head}{render_block(root, page, name, part)}\n<!-- /report -->\n"
 

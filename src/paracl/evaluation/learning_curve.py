@@ -62,6 +62,32 @@ def write_csv(rows: list[dict], path: Path) -> None:
             writer.writerow([r["family"], r["method"], r["steps"], round(r["value"], 6), std])
 
 
+def read_csv(path: Path) -> list[dict[str, Any]]:
+    """The rows write_csv wrote (a committed results/<name>/learning_curve.csv)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return [{"family": r["family"], "method": r["method"], "steps": int(r["steps"]),
+                 "value": float(r["avg"]), "std": float(r["avg_std"]) if r["avg_std"] else None}
+                for r in csv.DictReader(f)]  # fmt: skip
+
+
+def table(rows: list[dict], baseline: float | None, decimals: int = 1) -> str:
+    """Markdown: one row per step count, one column per family (mean ± sd over seeds)."""
+    fams = list(dict.fromkeys(r["family"] for r in rows))
+    by = {(r["family"], r["steps"]): r for r in rows}
+    fmt = f"{{:.{decimals}f}}"
+    lines = ["| steps | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams)]
+    if baseline is not None:
+        lines.append("| 0 (none) | " + " | ".join([fmt.format(baseline)] * len(fams)) + " |")
+    for n in sorted({r["steps"] for r in rows}):
+        cells = []
+        for fam in fams:
+            r = by.get((fam, n))
+            sd = "" if r is None or r["std"] is None else " ± " + fmt.format(r["std"])
+            cells.append("" if r is None else fmt.format(r["value"]) + sd)
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def plot(rows: list[dict], path: Path, baseline: float | None) -> None:
     """One line per family, ± the seeds' sd, the untrained base as a dashed line."""
     import matplotlib
