@@ -1,14 +1,16 @@
 """How many pairs per set make the sampling error smaller than the seed spread (issue 33
-item 3)? Two encoders scored on the same seeded stratified samples (the evaluate stage's
-paracl.evaluation.sample), for several caps: the spread, over other seeds' samples, of one
-encoder's 7-set STS average (the error of a score) and of the difference between the two
-(the error of a comparison: both are scored on the same pairs, so most of it cancels).
+item 3)? Two encoders scored on the same pairs: the spread, over bootstrap draws of n pairs
+per set, of one encoder's 7-set STS average (the error of a score) and of the difference
+between the two (the error of a comparison: both are scored on the same pairs, so much of
+it cancels).
 
     nice -n 10 .venv/bin/python bench/eval_paired_error.py ../shared/data \
-        models/encoders/none models/encoders/simcse_unsup_s1 > paired.json
+        models/encoders/none models/encoders/simcse_unsup_s1 --pool 1000 > paired.json
 
-Each encoder embeds the whole sets once (the cosines are then sampled), so one run costs two
-whole-set encodings: ~37,600 sentences each.
+The draws come from a pool: each set's seeded stratified sample of `--pool` pairs (the
+evaluate stage's paracl.evaluation.sample; whole sets with --pool 0), embedded once per
+encoder; n pairs are drawn from it with replacement, i.e. from a population shaped like the
+set. A pool of 1,000 per set costs ~14,000 sentences per encoder.
 """
 
 import argparse
@@ -25,14 +27,21 @@ from paracl.evaluation.sample import sample_rows
 from paracl.evaluation.unsup_sts import strata_column, sts_sets
 
 CAPS = (100, 250, 500, 1000)
-SAMPLE_SEEDS = range(1000, 1200)  # 200 other seeds' samples, as eval_sampling_error.py
+
+
+def pool(sets: dict, size: int | None, seed: int) -> dict:
+    """Each set's seeded stratified sample of `size` pairs (None: the whole set)."""
+    return {k: sample_rows(df, size, seed, strata_column(df))[0] for k, df in sets.items()}
 
 
 def cosines(encoder: str, sets: dict, batch: int) -> dict[str, np.ndarray]:
-    """Each set's cosine per pair, whole sets, one encoding of each sentence."""
+    """Each set's cosine per pair, one encoding of each sentence."""
     cache = EmbeddingCache(load_encoder(encoder, torch.device("cpu")), batch)
     t0 = time.time()
-    out = {k: cache.cosine(df["sentence1"].tolist(), df["sentence2"].tolist()) for k, df in sets.items()}
+    out = {
+        k: cache.cosine(df["sentence1"].tolist(), df["sentence2"].tolist())
+        for k, df in sets.items()
+    }
     print(f"{encoder}: {cache.encoded} sentences in {time.time() - t0:.0f} s", file=sys.stderr)
     return out
 
@@ -41,22 +50,21 @@ def rho(cos: np.ndarray, gold: np.ndarray) -> float:
     return float(stats.spearmanr(cos, gold).statistic * 100)
 
 
-def spread(sets: dict, a: dict, b: dict, cap: int | None) -> dict:
-    """SD over SAMPLE_SEEDS of A's 7-set average and of (B − A) on the same samples."""
+def spread(sets: dict, a: dict, b: dict, n: int, draws: int, rng) -> dict:
+    """SD over bootstrap draws of n pairs per set: A's 7-set average and (B − A) on the
+    same draws."""
     avg_a, diff = [], []
-    for seed in SAMPLE_SEEDS if cap is not None else [0]:
+    for _ in range(draws):
         ra, rb = [], []
         for k, df in sets.items():
-            d = df.assign(_pos=np.arange(len(df)))
-            p = sample_rows(d, cap, seed, strata_column(df))[0]["_pos"].to_numpy()
+            p = rng.integers(0, len(df), size=n)
             gold = df["label"].to_numpy(float)[p]
             ra.append(rho(a[k][p], gold))
             rb.append(rho(b[k][p], gold))
         avg_a.append(np.mean(ra))
         diff.append(np.mean(rb) - np.mean(ra))
-    sd = (lambda v: float(np.std(v, ddof=1))) if cap is not None else (lambda v: 0.0)
-    return {"avg_a": float(np.mean(avg_a)), "sd_avg_a": sd(avg_a),
-            "diff": float(np.mean(diff)), "sd_diff": sd(diff)}  # fmt: skip
+    return {"avg_a": float(np.mean(avg_a)), "sd_avg_a": float(np.std(avg_a, ddof=1)),
+            "diff": float(np.mean(diff)), "sd_diff": float(np.std(diff, ddof=1))}  # fmt: skip
 
 
 def main() -> None:
@@ -64,16 +72,23 @@ def main() -> None:
     parser.add_argument("raw", help="the data mirror (or data/raw)")
     parser.add_argument("a", help="encoder A (e.g. the untrained base)")
     parser.add_argument("b", help="encoder B (e.g. a trained run)")
+    parser.add_argument("--pool", type=int, default=1000, help="pairs per set; 0 = whole sets")
+    parser.add_argument("--draws", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=42, help="the pool's sample seed")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    sets = sts_sets("en", args.raw)
+    sets = pool(sts_sets("en", args.raw), args.pool or None, args.seed)
     a, b = cosines(args.a, sets, args.batch), cosines(args.b, sets, args.batch)
-    out = {"a": args.a, "b": args.b, "sample_seeds": len(SAMPLE_SEEDS), "caps": {}}
-    for cap in (*CAPS, None):
-        out["caps"][str(cap or "whole")] = row = spread(sets, a, b, cap)
-        print(cap, {k: round(v, 2) for k, v in row.items()}, file=sys.stderr)
+    whole = {k: {"a": rho(a[k], df["label"].to_numpy(float)), "b": rho(b[k], df["label"].to_numpy(float))}
+             for k, df in sets.items()}  # fmt: skip
+    out = {"a": args.a, "b": args.b, "pool": {k: len(df) for k, df in sets.items()},
+           "pool_scores": whole, "draws": args.draws, "n": {}}  # fmt: skip
+    rng = np.random.default_rng(0)
+    for n in CAPS:
+        out["n"][str(n)] = row = spread(sets, a, b, n, args.draws, rng)
+        print(n, {k: round(v, 2) for k, v in row.items()}, file=sys.stderr)
     print(json.dumps(out, indent=1))
 
 
