@@ -72,6 +72,14 @@ def test_cli_writes_the_csv_and_the_plot(tmp_path, train_dir, capsys):
     rows = list(csv.DictReader((out / "learning_curve.csv").open()))
     assert [(r["family"], r["steps"]) for r in rows][0] == ("simcse_unsup", "8")
     assert (out / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # another run's committed lines drawn beside these (learning-curve-en-all's check)
+    other = tmp_path / "other.csv"
+    other.write_text("family,method,steps,avg,avg_std\nppdb,ppdb_8,8,41.5,0.3\n"
+                     "simcse_unsup,simcse_unsup_8,8,99.0,\n")  # fmt: skip
+    assert main(["learning-curve", *args, "--merge", str(other)]) == 0
+    rows = list(csv.DictReader((out / "learning_curve.csv").open()))
+    assert ("ppdb", "8", "41.5") in [(r["family"], r["steps"], r["avg"]) for r in rows]
+    assert "99.0" not in {r["avg"] for r in rows}  # a family this summary has stays its own
     summary.write_text(json.dumps({"methods": {"none": {"avg": 30.0}}}))
     assert main(["learning-curve", *args]) == 1
     assert "no trained method with an avg" in capsys.readouterr().err
@@ -90,8 +98,8 @@ def test_the_presets_draw_8_to_64_steps_per_family(tmp_path, extra):
             n = entry.get("max_examples", train["max_examples"]) // train["batch_size"]
             by_family.setdefault(family(method, n), []).append(n)
     expected = {"simcse_unsup": [8, 16, 32, 64], "ppdb": [8, 16, 32, 64]}
-    if extra:
-        expected |= {"simcse_unsup_all": [8, 32], "ppdb_all": [8, 32]}
+    if extra:  # a session of its own: the top-4 runs are committed, not rerun
+        expected = {"simcse_unsup_all": [8, 32], "ppdb_all": [8, 32]}
     assert by_family == expected
 
 

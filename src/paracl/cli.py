@@ -134,7 +134,7 @@ def cmd_learning_curve(args: argparse.Namespace) -> int:
     from paracl.evaluation.learning_curve import learning_curve
 
     try:  # a missing or malformed file is a ValueError/OSError naming it
-        rows = learning_curve(args.summary, args.train_dir, args.out_dir)
+        rows = learning_curve(args.summary, args.train_dir, args.out_dir, args.merge)
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -203,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     curve.add_argument("--summary", default="metrics/summary.json")
     curve.add_argument("--train-dir", default="metrics/train", help="<run>.json: its steps")
     curve.add_argument("--out-dir", default="metrics")
+    curve.add_argument(
+        "--merge", nargs="*", default=[], help="committed learning_curve.csv files to draw too"
+    )
     curve.set_defaults(func=cmd_learning_curve)
     report = sub.add_parser("report", help="render README/docs result tables, plots, params page")
     report.add_argument("--check", action="store_true", help="only compare; exit 1 if stale")

@@ -5,6 +5,7 @@ presets/learning-curve-en.yaml writes one method entry per length, named
 trained), each with its own `max_examples`. After `dvc repro summary`:
 
     paracl learning-curve         # -> metrics/learning_curve.csv + metrics/learning_curve.png
+    paracl learning-curve --merge results/learning-curve-en/learning_curve.csv  # + those lines
 
 Steps come from each run's training metrics (metrics/train/<run>.json), not from the
 name; the name only says which line a point belongs to: the `_<steps>` part dropped from
@@ -118,8 +119,11 @@ def learning_curve(
     summary_path: str | Path = "metrics/summary.json",
     train_dir: str | Path = "metrics/train",
     out_dir: str | Path = "metrics",
+    merge: list[str | Path] = (),
 ) -> list[dict]:
-    """Write out_dir/learning_curve.csv and .png; return the rows."""
+    """Write out_dir/learning_curve.csv and .png; return the rows. `merge`: committed CSVs
+    of other runs (learning-curve-en's top-4 lines beside learning-curve-en-all's), whose
+    families this summary does not have, drawn on the same axes."""
     summary = json.loads(Path(summary_path).read_text(encoding="utf-8"))
     rows = points(summary, Path(train_dir))
     if not rows:
@@ -127,6 +131,10 @@ def learning_curve(
             f"{summary_path}: no trained method with an avg: apply "
             "presets/learning-curve-en.yaml and run `dvc repro summary` first"
         )
+    for path in merge:
+        have = {r["family"] for r in rows}
+        rows += [r for r in read_csv(Path(path)) if r["family"] not in have]
+    rows.sort(key=lambda r: (r["family"], r["steps"]))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out / "learning_curve.csv")
