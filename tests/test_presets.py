@@ -410,3 +410,31 @@ def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params
     assert {"evaluate.finetune_tasks", "evaluate.finetune_runs"} <= set(
         pipeline["stages"]["summary"]["params"]
     )
+
+
+def test_effect_en_finetune_adds_jobs_and_changes_no_unsupervised_evaluation(params_copy):
+    """effect-en sets every evaluate param a job reads, so effect-en-finetune adds the
+    fine-tuned column (none and the ranked methods, every seed × STS-B and SICK-E) and
+    leaves each unsupervised evaluate stage's params as they were: nothing there reruns."""
+    from stage_helpers import expand_stages
+
+    from paracl.params import load_params
+
+    pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
+
+    def evaluate_params() -> tuple[dict, dict]:
+        params = load_params(params_copy)
+        stages = expand_stages(pipeline, params)
+        keys = pipeline["stages"]["evaluate"]["params"]
+        values = {k: params[k.split(".")[0]].get(k.split(".")[1]) for k in keys if "." in k}
+        return values, stages
+
+    presets.apply_preset(presets.load_preset("effect-en", REPO / "presets"), params_copy)
+    before, stages = evaluate_params()
+    assert not [n for n in stages if n.startswith("evaluate_finetune@")]
+    presets.apply_preset(presets.load_preset("effect-en-finetune", REPO / "presets"), params_copy)
+    after, stages = evaluate_params()
+    assert after == before
+    tuned = {n.split("@")[1] for n in stages if n.startswith("evaluate_finetune@")}
+    runs = ["none"] + [f"{m}_s{s}" for m in ("simcse_unsup", "ppdb", "jcse") for s in (1, 2, 3)]
+    assert tuned == {f"{r}-{t}" for r in runs for t in ("stsb", "sicke")}

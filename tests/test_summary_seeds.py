@@ -111,7 +111,14 @@ def test_unsupervised_sts_sets_get_a_breakdown_table():
 
 JA = {"simcse_unsup", "simcse_sup", "ppdb", "jcse", "jcse_two_stage", "ams"}
 EFFECT_METHODS = {  # presets applied in order -> the methods besides none (README says why)
-    ("effect-en",): {"simcse_unsup", "ppdb", "roundtrip", "paraphraser_bleu20", "jcse", "ams"},
+    ("effect-en",): {"simcse_unsup", "ppdb", "jcse", "ams"},
+    ("effect-en", "effect-en-roundtrip"): {  # the round-trip paper's, beside SimCSE
+        "simcse_unsup",
+        "paraphraser_bleu0_5",
+        "paraphraser_bleu20",
+        "paraphraser_bleu40",
+        "roundtrip_greedy",
+    },
     ("effect-ja",): JA,
     ("effect-ja", "effect-ja-ebsim"): {"ebsim", "ebsim_no_aa"},  # null removes effect-ja's
     ("effect-en", "effect-en-theta"): {"ppdb"},  # the θ sweep: null removes the others
