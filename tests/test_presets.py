@@ -416,7 +416,7 @@ def test_effect_en_finetune_adds_jobs_and_changes_no_unsupervised_evaluation(par
     """effect-en sets every evaluate param a job reads, so effect-en-finetune adds the
     fine-tuned column (none and the ranked methods, every seed × STS-B and SICK-E) and
     leaves each unsupervised evaluate stage's params as they were: nothing there reruns."""
-    from stage_helpers import expand_stages
+    from stage_helpers import expand_stages, lookup
 
     from paracl.params import load_params
 
@@ -424,10 +424,8 @@ def test_effect_en_finetune_adds_jobs_and_changes_no_unsupervised_evaluation(par
 
     def evaluate_params() -> tuple[dict, dict]:
         params = load_params(params_copy)
-        stages = expand_stages(pipeline, params)
         keys = pipeline["stages"]["evaluate"]["params"]
-        values = {k: params[k.split(".")[0]].get(k.split(".")[1]) for k in keys if "." in k}
-        return values, stages
+        return {k: lookup(params, k) for k in keys}, expand_stages(pipeline, params)
 
     presets.apply_preset(presets.load_preset("effect-en", REPO / "presets"), params_copy)
     before, stages = evaluate_params()
