@@ -1,39 +1,34 @@
-"""Stage evaluate: score one encoder on one task.
+"""Stage evaluate: score one encoder on one embedding job (no training).
 
-    python stages/evaluate.py <method> <task> <encoder dir> <training metrics> <out.json>
+    python stages/evaluate.py <run> <task> <encoder dir> <training metrics> <out.json>
 
-dvc.yaml runs it as a matrix over the methods of train_contrastive.methods × evaluate.tasks.
-The encoder is the sentence-transformers folder train_contrastive wrote; its training
-metrics name the base model that ran (carried into the result).
+dvc.yaml runs it as a matrix over train_contrastive.runs × evaluate.tasks: unsupervised
+STS, cosine-threshold PI, JCSE's JACSTS and QAbot. Fine-tuning tasks are the stage
+evaluate_finetune's, so that no fine-tuning setting reruns these scores. The encoder is
+the sentence-transformers folder train_contrastive wrote; its training metrics name the
+base model that ran (carried into the result).
 """
 
-from pathlib import Path
-
 from paracl.device import select_device
-from paracl.errors import InputError
-from paracl.evaluation.jobs import JOBS, run_job
-from paracl.io import read_json, write_json
-from paracl.models import check_model_dir
+from paracl.evaluation.job_result import check_inputs
+from paracl.evaluation.jobs import EMBEDDING_JOBS, run_job
+from paracl.io import write_json
 from paracl.params import ParamsError
 from paracl.stage import args, run
 
 
 def main(params: dict) -> None:
-    paths = args("method", "task", "encoder", "train_metrics", "out")
-    if paths.task not in JOBS:
-        raise ParamsError(f"evaluate: unknown task {paths.task!r} (known: {', '.join(JOBS)})")
-    encoder = Path(paths.encoder)
-    if not encoder.is_dir():
-        raise InputError(f"{encoder}: encoder not found (did train_contrastive write it?)")
-    check_model_dir(encoder)
-    read_json(paths.train_metrics)  # a dep like the encoder: present and readable
-    cfg = {**params["evaluate"], "precision": params["precision"]}  # fine-tuning's autocast
-    raw = Path(cfg["raw_dir"])
-    if not raw.is_dir():
-        raise InputError(f"evaluate.raw_dir: {raw}: not found (did the fetch stage run?)")
+    paths = args("run", "task", "encoder", "train_metrics", "out")
+    if paths.task not in EMBEDDING_JOBS:
+        raise ParamsError(
+            f"evaluate.tasks: {paths.task!r} is not an embedding job (known: "
+            f"{', '.join(EMBEDDING_JOBS)}); fine-tuning tasks go in evaluate.finetune_tasks"
+        )
+    cfg = params["evaluate"]
+    check_inputs(paths.encoder, paths.train_metrics, cfg["raw_dir"])
     device = select_device(params["device"])
     result = run_job(
-        paths.method, paths.task, encoder, cfg, params["seed"], device, Path(paths.train_metrics)
+        paths.run, paths.task, paths.encoder, cfg, params["seed"], device, paths.train_metrics
     )
     write_json(result, paths.out)
 

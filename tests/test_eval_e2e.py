@@ -15,6 +15,7 @@ from stage_helpers import load_stage, run_stage
 
 from paracl.evaluation.encoder import EmbeddingCache, load_encoder
 from paracl.evaluation.finetune import FinetuneConfig, finetune_task
+from paracl.evaluation.finetune_job import run_finetune_job
 from paracl.evaluation.jobs import run_job
 from paracl.evaluation.summary import build_summary, load_results, to_markdown
 from paracl.evaluation.tasks import load_task
@@ -142,6 +143,47 @@ def test_finetune_and_unsup_sts_on_a_causal_lm_encoder(tiny_llama, raw, tmp_path
     assert math.isfinite(res["score"])
 
 
+def test_a_causal_lm_reads_a_pair_as_gpt_did(tiny_llama, tmp_path):
+    """A causal LM's tokenizer joins a pair with nothing between; fine-tuning feeds it
+    `s1 <eos> s2 <eos>` (cut longest-first, both <eos> kept), pads with a token other
+    than <eos>, and the head's score is the one at the closing <eos>, padded or not."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from paracl.evaluation.encoder import transformer_dir
+    from paracl.evaluation.finetune import causal_pad, causal_pairs
+
+    encoder = tmp_path / "encoder"
+    save_encoder(build_encoder(tiny_llama, "mean", None), encoder)
+    tok = AutoTokenizer.from_pretrained(transformer_dir(encoder))
+    model = AutoModelForSequenceClassification.from_pretrained(
+        transformer_dir(encoder), num_labels=1
+    ).eval()
+    assert tok.sep_token is None
+    causal_pad(tok, model)
+    eos, pad = tok.eos_token_id, tok.pad_token_id
+    assert pad != eos and model.config.pad_token_id == pad
+    s1, s2 = (
+        ["a man is playing guitar .", "cat ."],
+        ["a man plays .", "dogs running in the field ."],
+    )
+    enc = causal_pairs(tok, s1, s2, max_length=64)
+    for row, a, b in zip(enc["input_ids"].tolist(), s1, s2, strict=True):
+        first = tok(a)["input_ids"]
+        real = [t for t in row if t != pad]
+        assert real == [*first, eos, *tok(b, add_special_tokens=False)["input_ids"], eos]
+    assert (enc["input_ids"] == pad).any()  # the shorter pair is padded
+    with torch.no_grad():
+        batch = model(**enc).logits[:, 0]
+        alone = model(**causal_pairs(tok, s1[1:], s2[1:], 64)).logits[0, 0]
+        hidden = model.model(**enc).last_hidden_state
+    last = int(enc["attention_mask"][1].sum()) - 1
+    assert enc["input_ids"][1, last] == eos
+    assert torch.allclose(batch[1], model.score(hidden[1, last]), atol=1e-5)
+    assert torch.allclose(batch[1], alone, atol=1e-5)
+    cut = causal_pairs(tok, [" ".join(["word"] * 40)], ["short ."], max_length=12)["input_ids"][0]
+    assert len(cut) == 12 and cut[-1] == eos and (cut == eos).sum() == 2
+
+
 def test_finetune_top_layers_trains_them_and_the_head_only(tiny_llama, raw, tmp_path):
     """evaluate.train_layers (the effect presets' CPU cut): the top N layers and the new
     task head change, every layer below keeps its weights, and the result says so."""
@@ -173,30 +215,33 @@ def test_finetune_job_scores_a_seeded_sample_of_the_test_split(tiny_bert, raw):
     """evaluate.max_test: a seeded sample of the whole test split (recorded), not its
     first rows; null keeps the whole split."""
     cfg = {**CFG, "raw_dir": raw, "seeds": [1], "epochs": 1, "max_test": 10}
-    res = run_job("none", "stsb", tiny_bert, cfg, seed=0, device=CPU)
+    res = run_finetune_job("none", "stsb", tiny_bert, cfg, seed=0, device=CPU)
     assert res["sizes"]["test"] == 10 and res["samples"]["test"]["pairs"] == 10
     assert res["samples"]["test"]["of"] == 24 and res["samples"]["test"]["stratified_by"] == "genre"
     assert "capped to a seeded sample of 10" in res["provenance"]["test"]
-    whole = run_job("none", "stsb", tiny_bert, {**cfg, "max_test": None}, seed=0, device=CPU)
+    whole = run_finetune_job("none", "stsb", tiny_bert, {**cfg, "max_test": None}, 0, CPU)
     assert whole["sizes"]["test"] == 24
 
 
 def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):
-    """stages/evaluate.py in a scratch repo, then the summary table over its outputs."""
+    """stages/evaluate.py and stages/evaluate_finetune.py in a scratch repo, then the
+    summary table over their outputs."""
     (tmp_path / "models/encoders").mkdir(parents=True)
     (tmp_path / "models/encoders/none").symlink_to(tiny_bert)
     params = (REPO / "params.yaml").read_text()
     params = params.replace("raw_dir: data/raw", f"raw_dir: {raw}")
     params = params.replace("max_train: 1000", "max_train: 16")
-    params = params.replace("tasks: [unsup_sts_en, pi_en]", "tasks: [unsup_sts_en, pi_en, stsb]")
+    for key, value in (("finetune_tasks", "[stsb]"), ("finetune_methods", "[none]"),
+                       ("finetune_runs", "[none]")):  # fmt: skip
+        params = params.replace(f"  {key}: []", f"  {key}: {value}")
     (tmp_path / "params.yaml").write_text(params)
     (tmp_path / "metrics/train").mkdir(parents=True)
     (tmp_path / "metrics/train/none.json").write_text('{"model": {"id": "tiny/bert"}}')
     monkeypatch.chdir(tmp_path)
     params = load_params()
-    params["evaluate"]["tasks"] = ["stsb", "snli"]
-    for task in params["evaluate"]["tasks"]:
-        run_stage(f"evaluate@none-{task}", params)
+    params["evaluate"]["finetune_tasks"] = ["stsb", "snli"]
+    for task in params["evaluate"]["finetune_tasks"]:
+        run_stage(f"evaluate_finetune@none-{task}", params)
     stsb = json.loads((tmp_path / "metrics/eval/none/stsb.json").read_text())
     assert stsb["official_split"] is True
     assert stsb["encoder"]["base_model"]["id"] == "tiny/bert"  # from the training metrics
@@ -204,8 +249,11 @@ def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):
     assert snli["score"] is None and "not in the offline mirror" in snli["skipped"]
     argv = ["evaluate.py", "none", "nope", "models/encoders/none", "metrics/train/none.json", "x"]
     monkeypatch.setattr(sys, "argv", argv)
-    with pytest.raises(ParamsError, match="unknown task 'nope'"):
+    with pytest.raises(ParamsError, match="'nope' is not an embedding job"):
         load_stage("evaluate").main(load_params())
+    argv[2] = "unsup_sts_en"  # an embedding job in the fine-tuning stage: named, refused
+    with pytest.raises(ParamsError, match="'unsup_sts_en' is not a fine-tuning task"):
+        load_stage("evaluate_finetune").main(load_params())
 
     run_stage("summary", load_params())  # the params file's tasks: some not run here
     table = (tmp_path / "metrics/summary.md").read_text()

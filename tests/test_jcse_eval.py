@@ -18,7 +18,7 @@ from paracl.evaluation.jcse_readers import (
     read_qabot_pool,
     read_sts_ja_year,
 )
-from paracl.evaluation.jobs import JOBS, job_info, run_job
+from paracl.evaluation.jobs import EMBEDDING_JOBS, job_info, run_job
 from paracl.evaluation.retrieval import evaluate_qabot
 
 CPU = torch.device("cpu")
@@ -110,7 +110,7 @@ def test_qabot_retrieval_by_hand():
 
 
 def test_domain_jobs_are_registered():
-    assert {"jacsts", "qabot"} <= set(JOBS)
+    assert {"jacsts", "qabot"} <= set(EMBEDDING_JOBS)
     assert job_info("qabot")["kind"] == "retrieval" and job_info("jacsts")["metric"] == "spearman"
 
 

@@ -229,7 +229,7 @@ def test_apply_keeps_comments_and_order(params_copy, capsys):
     loaded = yaml.safe_load(after)
     assert list(loaded) == order
     assert loaded["train_paraphraser"]["base_model"]["en"] == "facebook/bart-base"
-    assert "tasks: [unsup_sts_en, pi_en, esci_en" in after  # lists stay in flow style
+    assert "finetune_tasks: [esci_en, stsb, sickr" in after  # lists stay in flow style
     validate(loaded)
     # applying again changes nothing
     assert presets.apply_preset(presets.load_preset(PAPER_PRESETS[0]), params_copy) == []
@@ -377,17 +377,25 @@ def test_fine_tuned_methods_expand_to_their_runs_and_stay_in_step(params_copy, c
     assert main(["expand", "--params", str(params_copy)]) == 0
     assert "evaluate.finetune_runs" in capsys.readouterr().out
     assert load_params(params_copy)["evaluate"]["finetune_runs"] == want[1:]
+    # null: every method's runs (the paper presets fine-tune every method)
+    presets.apply_preset({"evaluate": {"finetune_methods": None}}, params_copy)
+    every = load_params(params_copy)
+    assert every["evaluate"]["finetune_runs"] == list(every["train_contrastive"]["runs"])
     for bad, key in (
         ({"finetune_methods": ["ppbd"]}, "'evaluate.finetune_methods': 'ppbd' is not a method"),
-        ({"finetune_tasks": ["unsup_sts_en"]}, "'evaluate.finetune_tasks': 'unsup_sts_en' is in"),
-    ):
+        ({"finetune_tasks": ["unsup_sts_en"]},
+         r"'evaluate.finetune_tasks\[0\]': 'unsup_sts_en' is an embedding job"),
+        ({"tasks": ["unsup_sts_en", "stsb"]},
+         r"'evaluate.tasks\[1\]': 'stsb' is a fine-tuning task: list it in evaluate.finetune_tasks"),
+    ):  # fmt: skip
         with pytest.raises(ParamsError, match=key):
             presets.apply_preset({"evaluate": bad}, params_copy)
 
 
 def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params_copy):
-    """dvc.yaml: evaluate_finetune runs the evaluate job for evaluate.finetune_runs ×
-    evaluate.finetune_tasks only, and the summary depends on both lists."""
+    """dvc.yaml: evaluate_finetune runs evaluate.finetune_runs × evaluate.finetune_tasks
+    only, the summary depends on both lists, and no fine-tuning setting or code is a dep
+    of the embedding stage: a change to them reruns no embedding score."""
     from stage_helpers import expand_stages
 
     from paracl.params import load_params
@@ -402,20 +410,24 @@ def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params
         f"evaluate_finetune@{r}-stsb" for r in ("none", "ppdb_s1", "ppdb_s2", "ppdb_s3")
     ]
     job, plain = stages["evaluate_finetune@ppdb_s2-stsb"], stages["evaluate@ppdb_s2-unsup_sts_en"]
-    assert (
-        job["cmd"].split()[:3] == plain["cmd"].split()[:3]
-        and job["deps"][:-2] == plain["deps"][:-2]
-    )
+    assert job["cmd"].split()[:2] == ["python", "stages/evaluate_finetune.py"]
+    assert plain["cmd"].split()[:2] == ["python", "stages/evaluate.py"]
     assert "metrics/eval/ppdb_s2/stsb.json" in job["cmd"]
+    tuning = {"precision"} | {f"evaluate.{k}" for k in (
+        "seeds", "epochs", "lr", "batch_size", "patience", "max_train", "max_dev", "max_test",
+        "train_layers", "max_seq_length")}  # fmt: skip
+    assert tuning <= set(job["params"]) and not tuning & set(plain["params"])
+    code = {"src/paracl/evaluation/finetune.py", "src/paracl/evaluation/finetune_job.py"}
+    assert code <= set(job["deps"]) and not code & set(plain["deps"])
     assert {"evaluate.finetune_tasks", "evaluate.finetune_runs"} <= set(
         pipeline["stages"]["summary"]["params"]
     )
 
 
 def test_effect_en_finetune_adds_jobs_and_changes_no_unsupervised_evaluation(params_copy):
-    """effect-en sets every evaluate param a job reads, so effect-en-finetune adds the
-    fine-tuned column (none and the ranked methods, every seed × STS-B and SICK-E) and
-    leaves each unsupervised evaluate stage's params as they were: nothing there reruns."""
+    """effect-en-finetune adds the fine-tuned column (none and the ranked methods, every
+    seed × STS-B and SICK-E) and leaves each unsupervised evaluate stage's params as they
+    were: nothing there reruns."""
     from stage_helpers import expand_stages, lookup
 
     from paracl.params import load_params

@@ -195,12 +195,16 @@ class PrepareDomain(Section):
 class Evaluate(Section):
     # the encoders evaluated are the keys of train_contrastive.methods
     tasks: list[str] = param(
-        help="jobs of every run: unsup_sts_<lang>, pi_<lang>, tasks", names=job_names
+        help="embedding jobs of every run: unsup_sts_<lang>, pi_<lang>, jacsts, qabot",
+        names=job_names,
     )
     finetune_tasks: list[str] = param(
-        [], help="jobs of finetune_methods' runs only (a costly column)", names=job_names
+        [], help="fine-tuning tasks of finetune_methods' runs (stage evaluate_finetune)",
+        names=job_names,
+    )  # fmt: skip
+    finetune_methods: list[str] | None = param(
+        [], help="methods whose runs get finetune_tasks; null = every method"
     )
-    finetune_methods: list[str] = param([], help="methods whose runs get finetune_tasks too")
     finetune_runs: list[str] = param([], help="their runs, written by `paracl expand`")
     raw_dir: str
     seeds: list[int] = param(min=0, help="fine-tuning seeds")
@@ -598,25 +602,40 @@ def check_train_contrastive(values: dict) -> None:
 
 def finetune_runs(values: dict) -> list[str]:
     """evaluate.finetune_runs as `paracl expand` writes it: the runs of the methods in
-    evaluate.finetune_methods (every seed), which alone get evaluate.finetune_tasks.
+    evaluate.finetune_methods (every seed; null: every method), which alone get
+    evaluate.finetune_tasks.
 
     Why a list in params.yaml: DVC's matrix crosses whole lists; it cannot pick the runs
-    of some methods, so the second evaluate stage reads this one."""
+    of some methods, so the evaluate_finetune stage reads this one."""
     ev, tc = values["evaluate"], values["train_contrastive"]
-    unknown = [m for m in ev.get("finetune_methods", []) if m not in tc["methods"]]
+    _check_job_kinds(ev)
+    methods = ev.get("finetune_methods", [])
+    wanted = set(tc["methods"] if methods is None else methods)
+    unknown = [m for m in wanted if m not in tc["methods"]]
     if unknown:
         raise ParamsError(
-            f"'evaluate.finetune_methods': {unknown[0]!r} is not a method of "
+            f"'evaluate.finetune_methods': {sorted(unknown)[0]!r} is not a method of "
             f"train_contrastive.methods (known: {', '.join(tc['methods'])})"
         )
-    both = [t for t in ev.get("finetune_tasks", []) if t in ev["tasks"]]
-    if both:
-        raise ParamsError(
-            f"'evaluate.finetune_tasks': {both[0]!r} is in evaluate.tasks too (every run "
-            "gets those already): list it in one of the two"
-        )
-    wanted = set(ev.get("finetune_methods", []))
     return [run for run, r in expand_runs(tc).items() if r["method"] in wanted]
+
+
+def _check_job_kinds(ev: dict) -> None:
+    """evaluate.tasks holds embedding jobs, evaluate.finetune_tasks fine-tuning tasks: two
+    stages, so that a fine-tuning setting reruns no embedding score."""
+    tasks = importlib.import_module("paracl.evaluation.tasks")
+    for i, name in enumerate(ev["tasks"]):
+        if name in tasks.FINETUNE_JOBS:
+            raise ParamsError(
+                f"'evaluate.tasks[{i}]': {name!r} is a fine-tuning task: list it in "
+                "evaluate.finetune_tasks (finetune_methods: null runs it for every method)"
+            )
+    for i, name in enumerate(ev.get("finetune_tasks", [])):
+        if name in tasks.EMBEDDING_JOBS:
+            raise ParamsError(
+                f"'evaluate.finetune_tasks[{i}]': {name!r} is an embedding job, not a "
+                "fine-tuning task: list it in evaluate.tasks"
+            )
 
 
 def check_finetune_runs(values: dict) -> None:

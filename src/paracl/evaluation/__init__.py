@@ -5,13 +5,16 @@
 - `readers`: one reader per dataset file format (quirks of the mirror handled);
   `jcse_readers`: the JCSE authors' evaluation data (JACSTS, QAbot pools);
 - `tasks`: the task registry (files, the papers' splits, labels, metric, paper
-  hyper-parameters), the seeded re-split where a split is missing offline, and JOBS,
-  every name `evaluate.tasks` accepts (checked when params load);
+  hyper-parameters), the seeded re-split where a split is missing offline, and the job
+  names: EMBEDDING_JOBS (`evaluate.tasks`) and FINETUNE_JOBS (`evaluate.finetune_tasks`),
+  checked when params load;
 - `sample`: the one seeded, stratified evaluation sample (never the first N rows);
 - `encoder`: load an encoder dir; embed each unique sentence once (cache);
 - `unsup_sts`, `paraphrase_id`, `finetune`, `retrieval` (QAbot question retrieval): one
   evaluator per file;
-- `jobs`: what one `evaluate` stage run does for a (method, task) pair;
+- `jobs`: what one `evaluate` stage run does for a (run, embedding job) pair;
+  `finetune_job`: what one `evaluate_finetune` run does for a (run, task) pair;
+  `job_result`: the result frame both write;
 - `summary`: the Table-3-style table over methods × tasks;
 - `theta_curve`: the θ sweep of PPDB Figure 2 from `dvc exp show`;
 - `learning_curve`: STS average against training steps (the learning-curve presets).

@@ -3,8 +3,11 @@
 As the papers do it (PPDB paper §4.2, EBSIM Table 1, round-trip paper §6.1): the
 encoder's transformer gets a classification or regression head on [CLS] over the
 concatenated pair (`[CLS] s1 [SEP] s2 [SEP]`) via transformers'
-AutoModelForSequenceClassification (a causal LM's head reads the pair's last token); AdamW with linear warm-up/decay; the dev score is
-checked after every epoch, the best epoch's weights are kept and training stops after
+AutoModelForSequenceClassification. A causal LM has no [CLS] or [SEP], and its tokenizer
+joins a pair with nothing between ("…guitar.A man…"), so it reads the pair as GPT did
+(Radford et al. 2018, §3.3): `s1 <eos> s2 <eos>`, the head on the last <eos>, which has
+attended to both sentences (`causal_pairs`). AdamW with linear warm-up/decay; the dev
+score is checked after every epoch, the best epoch's weights are kept and training stops after
 `patience` epochs without a dev gain. Mixed precision follows `precision` (paracl.device;
 fp16 scales the loss so that small gradients do not underflow). Each seed is a separate run from the same encoder;
 the result reports each seed's scores, their mean / std / median, and (as the
@@ -82,8 +85,42 @@ def _encode(tokenizer, df: pd.DataFrame, idx, max_length: int):
     if any(v is None for v in s2):  # single-sentence task (SST-2, CoLA)
         return tokenizer(s1, truncation=True, max_length=max_length, padding=True,
                          return_tensors="pt")  # fmt: skip
+    if tokenizer.sep_token is None:  # a causal LM
+        return causal_pairs(tokenizer, s1, s2, max_length)
     return tokenizer(s1, s2, truncation="longest_first", max_length=max_length,
                      padding=True, return_tensors="pt")  # fmt: skip
+
+
+def causal_pairs(tokenizer, s1: list[str], s2: list[str], max_length: int):
+    """`s1 <eos> s2 <eos>` per pair (a <bos> first where the tokenizer adds one), cut
+    longest-first to `max_length` tokens so that both <eos> stay, padded on the right
+    with a pad id that is not <eos> (`causal_pad`): the head reads the last non-pad
+    token, which is then always the closing <eos>."""
+    eos = tokenizer.eos_token_id
+    firsts = tokenizer(s1)["input_ids"]
+    seconds = tokenizer(s2, add_special_tokens=False)["input_ids"]
+    rows = []
+    for a, b in zip(firsts, seconds, strict=True):
+        a = a[:-1] if a and a[-1] == eos else a  # a tokenizer that closes with <eos> itself
+        budget = max_length - 2
+        while len(a) + len(b) > budget:  # longest first, as the BERT path truncates
+            (a if len(a) > len(b) else b).pop()
+        rows.append([*a, eos, *b, eos])
+    return tokenizer.pad({"input_ids": rows}, padding=True, return_tensors="pt")
+
+
+def causal_pad(tokenizer, model) -> None:
+    """Give a causal LM a pad token other than <eos> (SmolLM2 pads with <|im_end|>, its
+    <eos>): the head finds the last token by `input_ids != pad_token_id`, so padding with
+    <eos> would hide the closing <eos> it must read. A new token, as transformers'
+    docs add one; its embedding is never read (padding is masked and after the last
+    real token). Padding goes on the right (gemma's tokenizer pads on the left), so that
+    no pair's positions shift with its batch."""
+    tokenizer.padding_side = "right"
+    if tokenizer.pad_token_id is None or tokenizer.pad_token_id == tokenizer.eos_token_id:
+        tokenizer.add_special_tokens({"pad_token": "<|paracl_pad|>"})
+        model.resize_token_embeddings(len(tokenizer))
+    model.config.pad_token_id = tokenizer.pad_token_id
 
 
 def predict(model, tokenizer, df: pd.DataFrame, cfg: FinetuneConfig, device, regression: bool):
@@ -160,10 +197,8 @@ def finetune_once(
         num_labels=1 if regression else len(task.labels),
         problem_type="regression" if regression else "single_label_classification",
     ).to(device)
-    if model.config.pad_token_id is None:  # a causal LM: its head reads the last real token
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        model.config.pad_token_id = tokenizer.pad_token_id
+    if tokenizer.sep_token is None:  # a causal LM: its head reads the closing <eos>
+        causal_pad(tokenizer, model)
     trained = trainable(model, cfg.train_layers)
     y_train = _targets(data.train, data, "train")
     metrics = report_metrics(data)

@@ -1,64 +1,39 @@
-"""One evaluation job: score one encoder on one task, as the `evaluate` stage runs it.
+"""One embedding job: score one encoder on one task from its embeddings alone, as the
+`evaluate` stage runs it.
 
 Jobs are named by task: `unsup_sts_en` / `unsup_sts_ja` (cosine STS, no training),
-`pi_en` / `pi_ja` (cosine-threshold paraphrase identification), JCSE's domain tasks
-`jacsts` (clinical STS, cosine) and `qabot` (question retrieval), or any fine-tuning task
-of the registry (`stsb`, `sicke`, `jnli`, …). The result is one JSON-able dict whose
-top-level `score` (and `score_std`) is what the summary table shows.
+`pi_en` / `pi_ja` (cosine-threshold paraphrase identification), and JCSE's domain tasks
+`jacsts` (clinical STS, cosine) and `qabot` (question retrieval). The fine-tuning tasks
+of the registry (`stsb`, `sicke`, `jnli`, …) are the `evaluate_finetune` stage's
+(`finetune_job`). The result is one JSON-able dict whose top-level `score` (and
+`score_std`) is what the summary table shows.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from pathlib import Path
 
 import numpy as np
 
-from paracl.evaluation.encoder import EmbeddingCache, describe_encoder, load_encoder
-from paracl.evaluation.finetune import FinetuneConfig, finetune_task
+from paracl.evaluation.encoder import EmbeddingCache, load_encoder
 from paracl.evaluation.jcse_readers import read_qabot
+from paracl.evaluation.job_result import job_result
 from paracl.evaluation.paraphrase_id import PI_SETS, evaluate_pi
 from paracl.evaluation.retrieval import MAX_LENGTH, TITLES, evaluate_qabot
-from paracl.evaluation.sample import sample_rows
 from paracl.evaluation.tasks import (  # the job registry lives with the task registry
-    JOBS,
+    EMBEDDING_JOBS,
+    FINETUNE_JOBS,
     PI,
     UNSUP,
-    TaskData,
-    TaskUnavailable,
-    get_task,
     job_info,
-    load_task,
+    load_task_for,
 )
 from paracl.evaluation.unsup_sts import evaluate_unsup_sts, jacsts_sets, sts_sets
 
 log = logging.getLogger(__name__)
 
-__all__ = ["JOBS", "PI", "UNSUP", "job_info", "run_job"]
-
-
-def _cap(data: TaskData, caps: dict[str, int | None], seed: int) -> dict:
-    """A seeded sample of each split in `caps` (same for every method and fine-tuning
-    seed), stratified by label for classes and by genre where a set has one; the records.
-    A capped test split is a sample of the whole set, never its first rows."""
-    records = {}
-    by = "label" if data.task.kind == "classification" else None
-    for split, cap in caps.items():
-        df = getattr(data, split)
-        strata = by or ("genre" if "genre" in df.columns else None)
-        sample, records[split] = sample_rows(df, cap, seed, strata)
-        if len(sample) < len(df):
-            setattr(data, split, sample)
-            data.provenance[split] += f"; capped to a seeded sample of {cap}"
-    return records
-
-
-def _load(task: str, cfg: dict, seed: int) -> TaskData:
-    return load_task(
-        task, cfg["raw_dir"], seed, cfg["dev_fraction"], cfg["test_fraction"],
-        cfg["missing_splits"],
-    )  # fmt: skip
+__all__ = ["EMBEDDING_JOBS", "PI", "UNSUP", "job_info", "run_job"]
 
 
 def run_job(
@@ -69,26 +44,23 @@ def run_job(
     seed: int,
     device,
     train_metrics: str | Path | None = None,
-):
-    """Evaluate encoder `encoder_dir` (trained by `method`) on job `task`.
+) -> dict:
+    """Evaluate encoder `encoder_dir` (trained by `method`) on embedding job `task`.
 
     `seed` draws every sample of the job (the same for every method); `train_metrics`
     is the training stage's metrics file for this method, read only to name the base
     model that ran.
     """
-    if task not in JOBS:
-        raise KeyError(f"unknown evaluation task {task!r} (known: {', '.join(JOBS)})")
+    if task not in EMBEDDING_JOBS:
+        hint = " (a fine-tuning task: stage evaluate_finetune)" if task in FINETUNE_JOBS else ""
+        raise KeyError(f"unknown embedding job {task!r}{hint} (known: {', '.join(EMBEDDING_JOBS)})")
     info = job_info(task)
-    encoder = describe_encoder(encoder_dir, train_metrics)
-    result = {"method": method, "task": task, **info, "encoder": encoder}
     kinds = {"unsup_sts": _unsup_sts, "pi": _pi, "domain_sts": _jacsts, "retrieval": _qabot}
-    run = kinds.get(info["kind"], _finetune)
-    try:
-        result.update(run(task, info["lang"], encoder_dir, cfg, seed, device))
-    except TaskUnavailable as err:
-        log.warning("skipped: %s", err)
-        result.update(skipped=str(err), score=None, score_std=None, official_split=None)
-    return _finite(result)
+    run = kinds[info["kind"]]
+    return job_result(
+        method, task, encoder_dir, train_metrics,
+        lambda: run(task, info["lang"], encoder_dir, cfg, seed, device),
+    )  # fmt: skip
 
 
 def _sample_note(cfg: dict, seed: int) -> str:
@@ -144,7 +116,7 @@ def _qabot(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> d
 def _pi(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
     cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
     sets = {
-        name: evaluate_pi(cache, _load(name, cfg, seed), cfg["max_eval_pairs"], seed)
+        name: evaluate_pi(cache, load_task_for(name, cfg, seed), cfg["max_eval_pairs"], seed)
         for name in PI_SETS[lang]
     }
     tests = "; ".join(f"{k}: test = {v['provenance']['test']}" for k, v in sets.items())
@@ -155,48 +127,3 @@ def _pi(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict
         "official_split": all(s["official_split"] for s in sets.values()),
         "split_note": f"{tests}; {_sample_note(cfg, seed)}",
     }
-
-
-def _finetune(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
-    t = get_task(task)
-    data = _load(task, cfg, seed)
-    caps = {"train": cfg["max_train"], "dev": cfg["max_dev"], "test": cfg.get("max_test")}
-    samples = _cap(data, caps, seed)
-    ft = FinetuneConfig(
-        epochs=cfg["epochs"] or t.epochs,
-        lr=cfg["lr"] or t.lr,
-        batch_size=cfg["batch_size"] or t.batch_size,
-        max_length=cfg["max_seq_length"],  # fine-tuning only; embedding tasks: as saved
-        patience=cfg["patience"],
-        precision=cfg.get("precision", FinetuneConfig.precision),  # top-level, in by the stage
-        train_layers=cfg.get("train_layers"),
-    )
-    out = finetune_task(encoder_dir, data, ft, cfg["seeds"], device)
-    paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size, "source": t.hp_source}
-    note = "the paper's splits" if data.official_split else "; ".join(
-        f"{k}: {v}" for k, v in data.provenance.items())  # fmt: skip
-    return {
-        **out,
-        "score": out["test"]["mean"],
-        "score_std": out["test"]["std"],
-        "dev_score": out["dev"]["mean"],
-        "official_split": data.official_split,
-        "provenance": data.provenance,
-        "sizes": data.sizes(),
-        "paper_sizes": dict(zip(("train", "dev", "test"), t.paper_sizes or (), strict=False)),
-        "samples": samples,
-        "paper_hyperparameters": paper,
-        "split_note": note,
-    }
-
-
-def _finite(obj):
-    """NaN/inf → None, so the JSON stays valid (a correlation of constant predictions
-    is undefined, not a number DVC can diff)."""
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj

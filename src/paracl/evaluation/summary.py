@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from paracl.evaluation.jobs import job_info
+from paracl.evaluation.tasks import job_info
 from paracl.io import read_json
 
 GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")

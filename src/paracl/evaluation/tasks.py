@@ -345,8 +345,11 @@ def get_task(name: str) -> Task:
     return TASKS[name]
 
 
-# -- the jobs of the evaluate stage: every name evaluate.tasks accepts ----------------
-# (params.yaml's check reads JOBS when params load, so this module stays light to import)
+# -- the jobs of the two evaluate stages ---------------------------------------------
+# (params.yaml's check reads these when params load, so this module stays light to import)
+# Stage `evaluate` (evaluate.tasks, every run): jobs that only embed sentences. Stage
+# `evaluate_finetune` (evaluate.finetune_tasks): the fine-tuning tasks of TASKS. Two
+# stages, so that a fine-tuning setting or fix reruns no embedding score.
 
 UNSUP = {"unsup_sts_en": "en", "unsup_sts_ja": "ja"}  # cosine STS of the encoder, no training
 PI = {"pi_en": "en", "pi_ja": "ja"}  # cosine-threshold paraphrase identification
@@ -357,7 +360,9 @@ DOMAIN = {  # JCSE's domain tasks: clinical STS by cosine, educational question 
     "qabot": {"kind": "retrieval", "lang": "ja", "metric": "map", "title": "QAbot",
               "group": TABLE6},
 }  # fmt: skip
-JOBS = (*UNSUP, *PI, *DOMAIN, *TASKS)
+EMBEDDING_JOBS = (*UNSUP, *PI, *DOMAIN)
+FINETUNE_JOBS = tuple(TASKS)
+JOBS = (*EMBEDDING_JOBS, *FINETUNE_JOBS)
 
 
 def job_info(name: str) -> dict:
@@ -454,6 +459,14 @@ def load_task(
     return TaskData(
         task, train, dev, frames["test"], not task.test_from_dev, official,
         official_test=not task.test_from_dev, official_dev="dev" in frames,
+    )  # fmt: skip
+
+
+def load_task_for(task: Task | str, cfg: dict, seed: int) -> TaskData:
+    """load_task with the evaluate section's split settings (`cfg`)."""
+    return load_task(
+        task, cfg["raw_dir"], seed, cfg["dev_fraction"], cfg["test_fraction"],
+        cfg["missing_splits"],
     )  # fmt: skip
 
 

@@ -1,0 +1,65 @@
+"""What both evaluate stages write for one (run, task) job: the job's kind, language,
+metric and title, the encoder that ran, then the job's scores (or why it was skipped).
+
+One frame for both, so that the embedding jobs (`jobs`, stage `evaluate`) and the
+fine-tuning job (`finetune_job`, stage `evaluate_finetune`) write the same JSON without
+importing each other: each stage then reruns for its own code only.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from paracl.errors import InputError
+from paracl.evaluation.encoder import describe_encoder
+from paracl.evaluation.tasks import TaskUnavailable, job_info
+from paracl.io import read_json
+from paracl.models import check_model_dir
+
+log = logging.getLogger(__name__)
+
+
+def check_inputs(encoder_dir: str | Path, train_metrics: str | Path, raw_dir: str | Path) -> None:
+    """A stage's inputs, checked before any model loads: one line naming the missing one."""
+    encoder = Path(encoder_dir)
+    if not encoder.is_dir():
+        raise InputError(f"{encoder}: encoder not found (did train_contrastive write it?)")
+    check_model_dir(encoder)
+    read_json(train_metrics)  # a dep like the encoder: present and readable
+    if not Path(raw_dir).is_dir():
+        raise InputError(f"evaluate.raw_dir: {raw_dir}: not found (did the fetch stage run?)")
+
+
+def job_result(
+    method: str,
+    task: str,
+    encoder_dir: str | Path,
+    train_metrics: str | Path | None,
+    score: Callable[[], dict],
+) -> dict:
+    """The job's frame, updated with `score()`; a task whose data is absent offline is a
+    result too (`skipped`, score None), so the summary shows why its cell is empty."""
+    info = job_info(task)
+    result = {"method": method, "task": task, **info,
+              "encoder": describe_encoder(encoder_dir, train_metrics)}  # fmt: skip
+    try:
+        result.update(score())
+    except TaskUnavailable as err:
+        log.warning("skipped: %s", err)
+        result.update(skipped=str(err), score=None, score_std=None, official_split=None)
+    return finite(result)
+
+
+def finite(obj):
+    """NaN/inf → None, so the JSON stays valid (a correlation of constant predictions
+    is undefined, not a number DVC can diff)."""
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj

@@ -1,0 +1,37 @@
+"""Stage evaluate_finetune: fine-tune one encoder on one task and score it, over seeds.
+
+    python stages/evaluate_finetune.py <run> <task> <encoder dir> <training metrics> <out.json>
+
+dvc.yaml runs it as a matrix over evaluate.finetune_runs (the runs of
+evaluate.finetune_methods) × evaluate.finetune_tasks: a task head on the encoder's
+transformer, trained on a seeded sample of the task's train split (the papers' kind of
+score: PPDB paper Table 3, EBSIM). Mixed precision follows the top-level `precision`.
+"""
+
+from paracl.device import select_device
+from paracl.evaluation.finetune_job import run_finetune_job
+from paracl.evaluation.job_result import check_inputs
+from paracl.evaluation.tasks import FINETUNE_JOBS
+from paracl.io import write_json
+from paracl.params import ParamsError
+from paracl.stage import args, run
+
+
+def main(params: dict) -> None:
+    paths = args("run", "task", "encoder", "train_metrics", "out")
+    if paths.task not in FINETUNE_JOBS:
+        raise ParamsError(
+            f"evaluate.finetune_tasks: {paths.task!r} is not a fine-tuning task (known: "
+            f"{', '.join(FINETUNE_JOBS)}); embedding jobs go in evaluate.tasks"
+        )
+    cfg = {**params["evaluate"], "precision": params["precision"]}  # fine-tuning's autocast
+    check_inputs(paths.encoder, paths.train_metrics, cfg["raw_dir"])
+    device = select_device(params["device"])
+    result = run_finetune_job(
+        paths.run, paths.task, paths.encoder, cfg, params["seed"], device, paths.train_metrics
+    )
+    write_json(result, paths.out)
+
+
+if __name__ == "__main__":
+    run(main)
