@@ -11,21 +11,15 @@ base model that ran (carried into the result).
 
 from paracl.device import select_device
 from paracl.evaluation.job_result import check_inputs
-from paracl.evaluation.jobs import EMBEDDING_JOBS, run_job
+from paracl.evaluation.jobs import run_job
 from paracl.io import write_json
-from paracl.params import ParamsError
 from paracl.stage import args, run
 
 
 def main(params: dict) -> None:
     paths = args("run", "task", "encoder", "train_metrics", "out")
-    if paths.task not in EMBEDDING_JOBS:
-        raise ParamsError(
-            f"evaluate.tasks: {paths.task!r} is not an embedding job (known: "
-            f"{', '.join(EMBEDDING_JOBS)}); fine-tuning tasks go in evaluate.finetune_tasks"
-        )
     cfg = params["evaluate"]
-    check_inputs(paths.encoder, paths.train_metrics, cfg["raw_dir"])
+    check_inputs("evaluate.tasks", paths.task, paths.encoder, paths.train_metrics, cfg["raw_dir"])
     device = select_device(params["device"])
     result = run_job(
         paths.run, paths.task, paths.encoder, cfg, params["seed"], device, paths.train_metrics

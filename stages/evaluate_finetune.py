@@ -11,21 +11,16 @@ score: PPDB paper Table 3, EBSIM). Mixed precision follows the top-level `precis
 from paracl.device import select_device
 from paracl.evaluation.finetune_job import run_finetune_job
 from paracl.evaluation.job_result import check_inputs
-from paracl.evaluation.tasks import FINETUNE_JOBS
 from paracl.io import write_json
-from paracl.params import ParamsError
 from paracl.stage import args, run
 
 
 def main(params: dict) -> None:
     paths = args("run", "task", "encoder", "train_metrics", "out")
-    if paths.task not in FINETUNE_JOBS:
-        raise ParamsError(
-            f"evaluate.finetune_tasks: {paths.task!r} is not a fine-tuning task (known: "
-            f"{', '.join(FINETUNE_JOBS)}); embedding jobs go in evaluate.tasks"
-        )
     cfg = {**params["evaluate"], "precision": params["precision"]}  # fine-tuning's autocast
-    check_inputs(paths.encoder, paths.train_metrics, cfg["raw_dir"])
+    check_inputs(
+        "evaluate.finetune_tasks", paths.task, paths.encoder, paths.train_metrics, cfg["raw_dir"]
+    )
     device = select_device(params["device"])
     result = run_finetune_job(
         paths.run, paths.task, paths.encoder, cfg, params["seed"], device, paths.train_metrics

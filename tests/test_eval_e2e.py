@@ -249,10 +249,13 @@ def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):
     assert snli["score"] is None and "not in the offline mirror" in snli["skipped"]
     argv = ["evaluate.py", "none", "nope", "models/encoders/none", "metrics/train/none.json", "x"]
     monkeypatch.setattr(sys, "argv", argv)
-    with pytest.raises(ParamsError, match="'nope' is not an embedding job"):
+    with pytest.raises(ParamsError, match="'nope' is not one of this stage's jobs"):
         load_stage("evaluate").main(load_params())
     argv[2] = "unsup_sts_en"  # an embedding job in the fine-tuning stage: named, refused
-    with pytest.raises(ParamsError, match="'unsup_sts_en' is not a fine-tuning task"):
+    with pytest.raises(
+        ParamsError,
+        match=r"'unsup_sts_en' is not one of this stage's jobs \(it belongs in evaluate.tasks",
+    ):
         load_stage("evaluate_finetune").main(load_params())
 
     run_stage("summary", load_params())  # the params file's tasks: some not run here

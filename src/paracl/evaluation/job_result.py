@@ -15,15 +15,31 @@ from pathlib import Path
 
 from paracl.errors import InputError
 from paracl.evaluation.encoder import describe_encoder
-from paracl.evaluation.tasks import TaskUnavailable, job_info
+from paracl.evaluation.tasks import EMBEDDING_JOBS, FINETUNE_JOBS, TaskUnavailable, job_info
 from paracl.io import read_json
 from paracl.models import check_model_dir
+from paracl.params import ParamsError
 
 log = logging.getLogger(__name__)
 
 
-def check_inputs(encoder_dir: str | Path, train_metrics: str | Path, raw_dir: str | Path) -> None:
-    """A stage's inputs, checked before any model loads: one line naming the missing one."""
+LISTS = {"evaluate.tasks": EMBEDDING_JOBS, "evaluate.finetune_tasks": FINETUNE_JOBS}
+
+
+def check_inputs(
+    listed_in: str,
+    task: str,
+    encoder_dir: str | Path,
+    train_metrics: str | Path,
+    raw_dir: str | Path,
+) -> None:
+    """A stage's inputs, checked before any model loads: the task is one of its list's
+    kind (`listed_in`, a key of LISTS), then the encoder, training metrics and raw data
+    exist; one line naming the bad one."""
+    if task not in LISTS[listed_in]:
+        home = [key for key, jobs in LISTS.items() if task in jobs]
+        where = f"it belongs in {home[0]}" if home else f"known: {', '.join(LISTS[listed_in])}"
+        raise ParamsError(f"{listed_in}: {task!r} is not one of this stage's jobs ({where})")
     encoder = Path(encoder_dir)
     if not encoder.is_dir():
         raise InputError(f"{encoder}: encoder not found (did train_contrastive write it?)")
