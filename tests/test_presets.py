@@ -83,10 +83,23 @@ def test_paper_presets_exist():
     assert {p.stem for p in PAPER_PRESETS} >= {"paper-en", "paper-ja"}
 
 
+# Derived presets, with the presets applied before them (as each one's comment says).
+ON_TOP = {
+    "effect-en-finetune": ["effect-en"],
+    "effect-en-roundtrip": ["effect-en"],
+    "effect-en-theta": ["effect-en"],
+    "effect-ja-finetune": ["effect-ja"],
+    "effect-ja-ebsim": ["effect-ja"],
+    "learning-curve-en": ["effect-en"],
+    "learning-curve-en-all": ["effect-en", "learning-curve-en"],
+}
+
+
 @pytest.mark.parametrize("path", PRESET_FILES, ids=lambda p: p.stem)
 def test_preset_merges_into_valid_params(path):
-    base = yaml.safe_load((REPO / "params.yaml").read_text())
-    merged = presets.merge_preset(base, presets.load_preset(path))  # its runs rewritten
+    merged = yaml.safe_load((REPO / "params.yaml").read_text())
+    for name in [*ON_TOP.get(path.stem, []), path.stem]:  # each one's runs rewritten
+        merged = presets.merge_preset(merged, presets.load_preset(name, REPO / "presets"))
     check_train_contrastive(validate(merged))  # raises ParamsError naming the key
 
 
@@ -424,10 +437,22 @@ def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params
     )
 
 
-def test_effect_en_finetune_adds_jobs_and_changes_no_unsupervised_evaluation(params_copy):
-    """effect-en-finetune adds the fine-tuned column (none and the ranked methods, every
-    seed × STS-B and SICK-E) and leaves each unsupervised evaluate stage's params as they
-    were: nothing there reruns."""
+FINETUNED = {  # base preset -> (its fine-tuned column's preset, the methods, the tasks)
+    "effect-en": ("effect-en-finetune", ("simcse_unsup", "ppdb", "jcse"), ("stsb", "sicke")),
+    "effect-ja": (
+        "effect-ja-finetune",
+        ("simcse_unsup", "ppdb", "jcse", "simcse_sup", "jcse_two_stage"),
+        ("jsts", "jsicke"),
+    ),
+    "effect-ja-ebsim": ("effect-ja-ebsim", ("ebsim", "ebsim_no_aa"), ("jsts", "jsicke")),
+}
+
+
+@pytest.mark.parametrize("base", sorted(FINETUNED))
+def test_a_fine_tuned_column_adds_jobs_and_changes_no_unsupervised_evaluation(base, params_copy):
+    """The fine-tuned column (none and the ranked methods, every seed × one similarity and
+    one classification task) is added by its own preset and leaves each unsupervised
+    evaluate stage's params as they were: nothing there reruns."""
     from stage_helpers import expand_stages, lookup
 
     from paracl.params import load_params
@@ -439,12 +464,15 @@ def test_effect_en_finetune_adds_jobs_and_changes_no_unsupervised_evaluation(par
         keys = pipeline["stages"]["evaluate"]["params"]
         return {k: lookup(params, k) for k in keys}, expand_stages(pipeline, params)
 
-    presets.apply_preset(presets.load_preset("effect-en", REPO / "presets"), params_copy)
+    column, methods, tasks = FINETUNED[base]
+    for name in ON_TOP.get(base, []) + ([base] if column != base else []):
+        presets.apply_preset(presets.load_preset(name, REPO / "presets"), params_copy)
     before, stages = evaluate_params()
-    assert not [n for n in stages if n.startswith("evaluate_finetune@")]
-    presets.apply_preset(presets.load_preset("effect-en-finetune", REPO / "presets"), params_copy)
+    if column != base:
+        assert not [n for n in stages if n.startswith("evaluate_finetune@")]
+    presets.apply_preset(presets.load_preset(column, REPO / "presets"), params_copy)
     after, stages = evaluate_params()
     assert after == before
     tuned = {n.split("@")[1] for n in stages if n.startswith("evaluate_finetune@")}
-    runs = ["none"] + [f"{m}_s{s}" for m in ("simcse_unsup", "ppdb", "jcse") for s in (1, 2, 3)]
-    assert tuned == {f"{r}-{t}" for r in runs for t in ("stsb", "sicke")}
+    runs = ["none"] + [f"{m}_s{s}" for m in methods for s in (1, 2, 3)]
+    assert tuned == {f"{r}-{t}" for r in runs for t in tasks}
