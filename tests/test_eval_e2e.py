@@ -211,6 +211,34 @@ def test_finetune_top_layers_trains_them_and_the_head_only(tiny_llama, raw, tmp_
     )
 
 
+def test_finetune_batches_random_as_before_or_grouped_by_length(tiny_bert, raw):
+    """evaluate.length_grouping: false keeps the seeded random order (the permutation the
+    fine-tuning always drew); true batches pairs of similar token length, each pair once
+    an epoch, with less padding, and the result's config says which."""
+    from transformers import AutoTokenizer
+
+    from paracl.batching import batch_order
+    from paracl.evaluation.encoder import transformer_dir
+    from paracl.evaluation.finetune import token_counts
+
+    gen, old = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    plain = batch_order(50, 8, gen)
+    assert [i for b in plain for i in b] == torch.randperm(50, generator=old).tolist()
+    data = load_task("stsb", raw, seed=0)
+    lengths = token_counts(AutoTokenizer.from_pretrained(transformer_dir(tiny_bert)), data, 64)
+    assert len(lengths) == len(data.train) and min(lengths) > 2
+    grouped = batch_order(len(lengths), 4, torch.Generator().manual_seed(1), lengths)
+    assert sorted(i for b in grouped for i in b) == list(range(len(lengths)))
+
+    def padded(batches):
+        return sum(len(b) * max(lengths[i] for i in b) for b in batches)
+
+    assert padded(grouped) < padded(batch_order(len(lengths), 4, torch.Generator().manual_seed(1)))
+    cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=4, max_length=64, length_grouping=True)
+    out = finetune_task(tiny_bert, data, cfg, seeds=[1], device=CPU)
+    assert out["config"]["length_grouping"] is True and math.isfinite(out["test"]["mean"])
+
+
 def test_finetune_job_scores_a_seeded_sample_of_the_test_split(tiny_bert, raw):
     """evaluate.max_test: a seeded sample of the whole test split (recorded), not its
     first rows; null keeps the whole split."""

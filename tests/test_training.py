@@ -422,7 +422,8 @@ def test_ebsim_on_a_causal_lm_scores_pairs_by_their_content(tiny_llama, tiny_ber
 
 
 def test_length_grouping_batches_are_a_seeded_partition_of_similar_lengths():
-    from paracl.training.trainer import GROUP_WINDOW, _batches
+    from paracl.batching import GROUP_WINDOW
+    from paracl.training.trainer import _batches
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(4, 33, size=1000).tolist()

@@ -218,6 +218,9 @@ class Evaluate(Section):
     train_layers: int | None = param(
         None, min=1, help="fine-tuning: the top N layers (+ head) train; null = every layer"
     )
+    length_grouping: bool = param(
+        False, help="fine-tuning: batches of similar token length; false = random (papers)"
+    )
     max_eval_pairs: int | None = param(min=1, help="unsup/PI cap; null = all")
     max_seq_length: int = param(min=8, max=4096)
     encode_batch_size: int = param(min=1)

@@ -39,6 +39,7 @@ from sentence_transformers import SentenceTransformer
 from tqdm import tqdm
 from transformers import get_linear_schedule_with_warmup
 
+from paracl.batching import batch_order
 from paracl.device import (
     DEFAULT_PRECISION,
     adamw,
@@ -73,7 +74,7 @@ class TrainConfig:
     seed: int = 42
     mega_batch: int = 1  # mini-batches aggregated for mining (AMS, Algorithm 2)
     weight_decay: float = 0.0
-    length_grouping: bool = False  # batches of similar length (less padding; see _batches)
+    length_grouping: bool = False  # batches of similar length (less padding; paracl.batching)
     precision: str = DEFAULT_PRECISION  # auto | bf16 | fp16 | fp32 (paracl.device)
 
 
@@ -92,32 +93,14 @@ class TrainResult:
 Logger = Callable[[str, float, int], None]
 
 
-GROUP_WINDOW = 50  # batches per length-sorted window (transformers' LengthGroupedSampler)
-
-
 def _batches(
     n: int, size: int, seed: int, epoch: int, lengths: list[int] | None = None
 ) -> list[list[int]]:
-    """Seeded shuffle per epoch; the last batch is dropped if it could not contrast (<2)
-    or (multi-process) could not give every rank a row.
-
-    With `lengths` (tokens per example), batches are grouped by length as transformers'
-    LengthGroupedSampler does: the shuffled order is cut into windows of GROUP_WINDOW
-    batches, each window is sorted by length and cut into batches, and the batches are
-    shuffled. A batch then pads to nearly its own length, which is the work saved; its
-    in-batch negatives are still a random draw from a window of 50 batches' examples."""
+    """Seeded shuffle per epoch (grouped by length with `lengths`: paracl.batching); the
+    last batch is dropped if it could not contrast (<2) or (multi-process) could not give
+    every rank a row."""
     gen = torch.Generator().manual_seed(seed * 1000 + epoch)
-    order = torch.randperm(n, generator=gen).tolist()
-    if lengths is not None:
-        window = size * GROUP_WINDOW
-        order = [
-            i
-            for w in range(0, n, window)
-            for i in sorted(order[w : w + window], key=lambda i: -lengths[i])
-        ]
-    out = [order[i : i + size] for i in range(0, n, size)]
-    if lengths is not None:
-        out = [out[i] for i in torch.randperm(len(out), generator=gen).tolist()]
+    out = batch_order(n, size, gen, lengths)
     return [b for b in out if len(b) >= max(2, world_size())]
 
 
