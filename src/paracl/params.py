@@ -613,14 +613,14 @@ def finetune_runs(values: dict) -> list[str]:
     ev, tc = values["evaluate"], values["train_contrastive"]
     _check_job_kinds(ev)
     methods = ev.get("finetune_methods", [])
-    wanted = set(tc["methods"] if methods is None else methods)
-    unknown = [m for m in wanted if m not in tc["methods"]]
+    methods = list(tc["methods"]) if methods is None else methods
+    unknown = [m for m in methods if m not in tc["methods"]]
     if unknown:
         raise ParamsError(
-            f"'evaluate.finetune_methods': {sorted(unknown)[0]!r} is not a method of "
+            f"'evaluate.finetune_methods': {unknown[0]!r} is not a method of "
             f"train_contrastive.methods (known: {', '.join(tc['methods'])})"
         )
-    return [run for run, r in expand_runs(tc).items() if r["method"] in wanted]
+    return [run for run, r in expand_runs(tc).items() if r["method"] in methods]
 
 
 def _check_job_kinds(ev: dict) -> None:
