@@ -184,6 +184,54 @@ def test_a_causal_lm_reads_a_pair_as_gpt_did(tiny_llama, tmp_path):
     assert len(cut) == 12 and cut[-1] == eos and (cut == eos).sum() == 2
 
 
+@pytest.mark.parametrize("task", ["stsb", "sicke"])
+def test_finetune_mini_batches_give_the_whole_batchs_gradient(task, tiny_llama, raw, tmp_path):
+    """evaluate.mini_batch_size: a batch run in length-sorted chunks (each padded to its
+    own longest pair) accumulates the gradient of the whole batch's mean loss, for a
+    regression and a classification head, and pads fewer tokens."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from paracl.device import grad_scaler
+    from paracl.evaluation.encoder import transformer_dir
+    from paracl.evaluation.finetune import (
+        _targets,
+        causal_pad,
+        chunks,
+        token_counts,
+        train_step,
+    )
+
+    encoder = tmp_path / "encoder"
+    save_encoder(build_encoder(tiny_llama, "mean", None), encoder)
+    data = load_task(task, raw, seed=0)
+    labels = {"num_labels": 1} if task == "stsb" else {"num_labels": len(data.task.labels)}
+    tok = AutoTokenizer.from_pretrained(transformer_dir(encoder))
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        transformer_dir(encoder), **labels
+    ).eval()  # no dropout: the two runs see the same function
+    causal_pad(tok, model)
+    cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=8, max_length=64)
+    lengths, y = token_counts(tok, data, 64), _targets(data.train, data, "train")
+    batch = list(range(8))
+
+    def grads(parts):
+        model.zero_grad(set_to_none=True)
+        loss = train_step(model, tok, data, parts, y, cfg, CPU, grad_scaler(CPU, precision="fp32"))
+        return loss, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    whole_loss, whole = grads(chunks(batch, lengths, None))
+    parts = chunks(batch, lengths, 3)
+    assert [len(p) for p in parts] == [3, 3, 2] and sorted(sum(parts, [])) == batch
+    assert [lengths[i] for i in sum(parts, [])] == sorted(lengths[i] for i in batch)
+    split_loss, split = grads(parts)
+    assert split_loss == pytest.approx(whole_loss, rel=1e-5) and split.keys() == whole.keys()
+    for name, g in whole.items():
+        assert torch.allclose(split[name], g, atol=1e-6, rtol=1e-4), name
+    padded = sum(len(p) * max(lengths[i] for i in p) for p in parts)
+    assert padded <= len(batch) * max(lengths[i] for i in batch)
+
+
 def test_finetune_top_layers_trains_them_and_the_head_only(tiny_llama, raw, tmp_path):
     """evaluate.train_layers (the effect presets' CPU cut): the top N layers and the new
     task head change, every layer below keeps its weights, and the result says so."""

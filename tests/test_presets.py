@@ -4,6 +4,7 @@ covered by a tiny random model run through the code path the preset uses it for.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -428,8 +429,11 @@ def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params
     assert "metrics/eval/ppdb_s2/stsb.json" in job["cmd"]
     tuning = {"precision"} | {f"evaluate.{k}" for k in (
         "seeds", "epochs", "lr", "batch_size", "patience", "max_train", "max_dev", "max_test",
-        "train_layers", "max_seq_length")}  # fmt: skip
+        "train_layers", "length_grouping", "mini_batch_size", "max_seq_length")}  # fmt: skip
     assert tuning <= set(job["params"]) and not tuning & set(plain["params"])
+    source = (REPO / "src/paracl/evaluation/finetune_job.py").read_text()
+    read = set(re.findall(r'cfg(?:\["|\.get\(")(\w+)"', source)) - {"precision"}
+    assert "mini_batch_size" in read and {f"evaluate.{k}" for k in read} <= set(job["params"])
     code = {"src/paracl/evaluation/finetune.py", "src/paracl/evaluation/finetune_job.py"}
     assert code <= set(job["deps"]) and not code & set(plain["deps"])
     assert {"evaluate.finetune_tasks", "evaluate.finetune_runs"} <= set(

@@ -64,6 +64,7 @@ class FinetuneConfig:
     train_layers: int | None = None  # top N layers + the task head train; None: every layer
     length_grouping: bool = False  # batches of similar length (paracl.batching); False:
     # random batches, as the papers' code
+    mini_batch_size: int | None = None  # rows per forward/backward (`chunks`); None: the batch
 
 
 def _targets(df: pd.DataFrame, data: TaskData, split: str) -> torch.Tensor:
@@ -160,23 +161,38 @@ def report_metrics(data: TaskData) -> list[str]:
     return [data.task.metric] + [m for m in extra if m != data.task.metric]
 
 
+def chunks(idx: list[int], lengths: list[int] | None, size: int | None) -> list[list[int]]:
+    """The batch `idx` sorted by token length and cut into chunks of `size` rows (the
+    whole batch when `size` is None). Each chunk pads to its own longest row: a random
+    STS-B batch of 32 pads to 2.7x its real tokens on SmolLM2, in chunks of 8 to 1.3x."""
+    if size is None or size >= len(idx):
+        return [list(idx)]
+    ordered = sorted(idx, key=lambda i: lengths[i])
+    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
+
+
 def train_step(
     model,
     tokenizer,
     data: TaskData,
-    idx,
+    parts: list[list[int]],
     targets: torch.Tensor,
     cfg: FinetuneConfig,
     device,
     scaler: torch.amp.GradScaler,
 ) -> float:
-    """Forward and (scaled) backward of the training rows `idx`; returns their mean loss.
-    The optimiser step (unscale, clip at 1.0, step) is the caller's."""
-    enc = _encode(tokenizer, data.train, idx, cfg.max_length).to(device)
-    with autocast(device, cfg.precision):
-        out = model(**enc, labels=targets[idx].to(device))
-    backward(out.loss, scaler)
-    return float(out.loss.detach())
+    """Forward and (scaled) backward of one batch, run in `parts` (its `chunks`); returns
+    its mean loss. Each chunk's mean loss is weighted by its share of the batch, so the
+    accumulated gradient is the whole batch's mean-loss gradient, as one forward would
+    give. The optimiser step (unscale, clip at 1.0, step) is the caller's."""
+    rows, total = sum(len(p) for p in parts), 0.0
+    for part in parts:
+        enc = _encode(tokenizer, data.train, part, cfg.max_length).to(device)
+        with autocast(device, cfg.precision):
+            loss = model(**enc, labels=targets[part].to(device)).loss * (len(part) / rows)
+        backward(loss, scaler)
+        total += float(loss.detach())
+    return total
 
 
 def trainable(model, train_layers: int | None) -> str:
@@ -228,16 +244,19 @@ def finetune_once(
     total = steps_per_epoch * cfg.epochs
     scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
     gen = torch.Generator().manual_seed(seed)
-    lengths = token_counts(tokenizer, data, cfg.max_length) if cfg.length_grouping else None
+    sized = cfg.length_grouping or cfg.mini_batch_size is not None
+    lengths = token_counts(tokenizer, data, cfg.max_length) if sized else None
 
     best_dev, best_state, best_epoch, bad, losses = -math.inf, None, 0, 0, []
     for epoch in range(1, cfg.epochs + 1):
         model.train()
-        batches = batch_order(len(data.train), cfg.batch_size, gen, lengths)
+        grouped = lengths if cfg.length_grouping else None
+        batches = batch_order(len(data.train), cfg.batch_size, gen, grouped)
         running = 0.0
         bar = tqdm(batches, desc=f"{task.name} s{seed} e{epoch}", leave=False, disable=None)
         for idx in bar:
-            loss = train_step(model, tokenizer, data, idx, y_train, cfg, device, scaler)
+            parts = chunks(idx, lengths, cfg.mini_batch_size)
+            loss = train_step(model, tokenizer, data, parts, y_train, cfg, device, scaler)
             optimizer_step(optimizer, scaler, [p for _, p in named], max_norm=1.0)
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)

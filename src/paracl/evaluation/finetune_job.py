@@ -70,6 +70,7 @@ def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
         precision=cfg.get("precision", FinetuneConfig.precision),  # top-level, in by the stage
         train_layers=cfg.get("train_layers"),
         length_grouping=cfg.get("length_grouping", FinetuneConfig.length_grouping),
+        mini_batch_size=cfg.get("mini_batch_size", FinetuneConfig.mini_batch_size),
     )
     out = finetune_task(encoder_dir, data, ft, cfg["seeds"], device)
     paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size, "source": t.hp_source}
