@@ -222,7 +222,7 @@ class Evaluate(Section):
         False, help="fine-tuning: batches of similar token length; false = random (papers)"
     )
     mini_batch_size: int | None = param(
-        None, min=1, help="fine-tuning: rows per forward, length-sorted; same gradient; null = all"
+        min=1, help="fine-tuning: rows per forward, length-sorted; same gradient; null = all"
     )
     max_eval_pairs: int | None = param(min=1, help="unsup/PI cap; null = all")
     max_seq_length: int = param(min=8, max=4096)

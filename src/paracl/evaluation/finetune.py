@@ -246,11 +246,11 @@ def finetune_once(
     gen = torch.Generator().manual_seed(seed)
     sized = cfg.length_grouping or cfg.mini_batch_size is not None
     lengths = token_counts(tokenizer, data, cfg.max_length) if sized else None
+    grouped = lengths if cfg.length_grouping else None
 
     best_dev, best_state, best_epoch, bad, losses = -math.inf, None, 0, 0, []
     for epoch in range(1, cfg.epochs + 1):
         model.train()
-        grouped = lengths if cfg.length_grouping else None
         batches = batch_order(len(data.train), cfg.batch_size, gen, grouped)
         running = 0.0
         bar = tqdm(batches, desc=f"{task.name} s{seed} e{epoch}", leave=False, disable=None)
