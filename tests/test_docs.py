@@ -22,6 +22,7 @@ from paracl import report
 from paracl.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
+OLD = "effect-en-2026-11-24"  # the effect-en table measured before issue 29's fixes
 
 
 def test_generated_tables_and_reference_are_current():
@@ -46,10 +47,10 @@ def test_pre_fix_marks_name_the_committed_files():
 
 def _copy(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
-    shutil.copytree(ROOT / "results" / "effect-en", root / "results" / "effect-en")
+    shutil.copytree(ROOT / "results" / OLD, root / "results" / OLD)
     (root / "docs").mkdir()
     shutil.copy(ROOT / "params.yaml", root / "params.yaml")  # the params page's comments
-    (root / "README.md").write_text("# x\n\n<!-- report:effect-en:table -->\n<!-- /report -->\n")
+    (root / "README.md").write_text(f"# x\n\n<!-- report:{OLD}:table -->\n<!-- /report -->\n")
     return root
 
 
@@ -65,20 +66,20 @@ def test_a_hand_edited_table_is_caught(tmp_path):
 def test_an_unknown_part_is_a_one_line_error(tmp_path):
     root = _copy(tmp_path)
     page = root / "README.md"
-    page.write_text("a\n<!-- report:effect-en:tabel -->\n<!-- /report -->\n")
+    page.write_text(f"a\n<!-- report:{OLD}:tabel -->\n<!-- /report -->\n")
     with pytest.raises(InputError, match=r"README.md:2: unknown report part 'tabel'"):
         report.fill(root, page, page.read_text())
 
 
 def test_pre_fix_rows_are_marked_and_others_not(tmp_path):
     root = _copy(tmp_path)
-    text = report.render_summary(root / "results", "effect-en", "table")
-    if report.pre_fix(root / "results", "effect-en"):
-        assert "| jcse ‡§ (3 seeds)" in text and "| none ‡ |" in text and "§: JCSE" in text
-    (root / "results" / "effect-en" / "summary.json").write_text(
-        (ROOT / "results" / "effect-en" / "summary.json").read_text() + "\n"
+    text = report.render_summary(root / "results", OLD, "table")
+    assert report.pre_fix(root / "results", OLD)
+    assert "| jcse ‡§ (3 seeds)" in text and "| none ‡ |" in text and "§: JCSE" in text
+    (root / "results" / OLD / "summary.json").write_text(
+        (ROOT / "results" / OLD / "summary.json").read_text() + "\n"
     )  # another file: not the pre-fix measurement any more
-    assert "‡" not in report.render_summary(root / "results", "effect-en", "table")
+    assert "‡" not in report.render_summary(root / "results", OLD, "table")
 
 
 def test_readme_is_short_and_its_links_resolve():

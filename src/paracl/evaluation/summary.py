@@ -405,15 +405,17 @@ def _claims(summary: dict, fmt: str) -> list[str]:
     tested = [c for c in found if "untested" not in c]
     if not found:
         return []
-    lines = ["", "The papers' claims, each on its paper's kind of task:", "",
-             "| Claim | On | Δ | p | Holds |", "|---|---|---|---|---|"]  # fmt: skip
+    lines = ["", "The papers' claims, each on its paper's kind of task:", ""]
+    if tested:  # no header without a row
+        lines += ["| Claim | On | Δ | p | Holds |", "|---|---|---|---|---|"]
     for c in tested:
         on = MEASURES.get(c.get("measure"), "Avg.")
         diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
         p = "n/a (one seed or no spread)" if c["p"] is None else f"{c['p']:.3f}"
         lines.append(f"| {c['claim']} | {on} | {diff} | {p} | {'yes' if c['holds'] else 'no'} |")
-    lines.append("")
-    lines.append(f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0.")
+    if tested:
+        lines.append("")
+        lines.append(f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0.")
     for c in found:
         if "untested" in c:
             lines.append(f"Not tested here: {c['claim']} ({c['untested']}).")
