@@ -406,16 +406,15 @@ def _claims(summary: dict, fmt: str) -> list[str]:
     if not found:
         return []
     lines = ["", "The papers' claims, each on its paper's kind of task:", ""]
-    if tested:  # no header without a row
+    if tested:  # no table header without a row
         lines += ["| Claim | On | Δ | p | Holds |", "|---|---|---|---|---|"]
-    for c in tested:
-        on = MEASURES.get(c.get("measure"), "Avg.")
-        diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
-        p = "n/a (one seed or no spread)" if c["p"] is None else f"{c['p']:.3f}"
-        lines.append(f"| {c['claim']} | {on} | {diff} | {p} | {'yes' if c['holds'] else 'no'} |")
-    if tested:
-        lines.append("")
-        lines.append(f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0.")
+        for c in tested:
+            on = MEASURES.get(c.get("measure"), "Avg.")
+            diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
+            p = "n/a (one seed or no spread)" if c["p"] is None else f"{c['p']:.3f}"
+            holds = "yes" if c["holds"] else "no"
+            lines.append(f"| {c['claim']} | {on} | {diff} | {p} | {holds} |")
+        lines += ["", f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0."]
     for c in found:
         if "untested" in c:
             lines.append(f"Not tested here: {c['claim']} ({c['untested']}).")
