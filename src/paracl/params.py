@@ -370,7 +370,9 @@ class Params(Section):
     theta: float = param(min=0.0, max=1.0, help="keep paraphrase rules with p(d|s) >= theta")
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     precision: Literal["auto", "bf16", "fp16", "fp32"] = param(
-        "auto", help="autocast dtype (paracl.device); auto: bf16/fp16 on CUDA, fp32 elsewhere"
+        "auto",
+        help="autocast dtype of training and generation (paracl.device); auto: bf16/fp16 on "
+        "CUDA, fp32 elsewhere",
     )
     executor: Literal["local", "ray"] = param("local", help="per-shard engine")
     ray_address: str | None = param(None, help="null: start a local Ray")

@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from paracl.device import DEFAULT_PRECISION, autocast
 from paracl.models import check_model_dir
 from paracl.negatives.fills import bad_char
 from paracl.negatives.masking import SENTINEL_RE, Masked
@@ -108,7 +109,14 @@ class CausalFiller:
 
     n_sentinels = 10**6  # no sentinel vocabulary limits the number of blanks
 
-    def __init__(self, path: str | Path, device: torch.device, sampling: Sampling, seed: int):
+    def __init__(
+        self,
+        path: str | Path,
+        device: torch.device,
+        sampling: Sampling,
+        seed: int,
+        precision: str = DEFAULT_PRECISION,
+    ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         check_model_dir(path)
@@ -122,7 +130,7 @@ class CausalFiller:
             self.model = torch.ao.quantization.quantize_dynamic(
                 self.model, {torch.nn.Linear}, dtype=torch.qint8
             )
-        self.device, self.sampling, self.seed = device, sampling, seed
+        self.device, self.sampling, self.seed, self.precision = device, sampling, seed, precision
         tok = self.tokenizer
         self.bos = bos_id(tok)
         self.eos = {t for t in (tok.eos_token_id, self.bos) if t is not None}
@@ -238,13 +246,9 @@ class CausalFiller:
             mask[b, width - len(prompt) :] = 1
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
         cache = DynamicCache(config=self.model.config)
-        logits = self.model(
-            input_ids=ids.to(self.device),
-            attention_mask=mask.to(self.device),
-            position_ids=pos.to(self.device),
-            past_key_values=cache,
-            use_cache=True,
-        ).logits[:, -1:, :]
+        logits = self._forward(
+            ids.to(self.device), mask.to(self.device), pos.to(self.device), cache
+        )
         cache.batch_repeat_interleave(per)
         logits = logits.repeat_interleave(per, dim=0)[:, -1, :].float()
         mask = mask.repeat_interleave(per, dim=0).to(self.device)
@@ -265,18 +269,17 @@ class CausalFiller:
                 active = [active[b] for b in keep]
             mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
             pos = pos + 1
-            logits = (
-                self.model(
-                    input_ids=feed.to(self.device),
-                    attention_mask=mask,
-                    position_ids=pos,
-                    past_key_values=cache,
-                    use_cache=True,
-                )
-                .logits[:, -1, :]
-                .float()
-            )
+            logits = self._forward(feed.to(self.device), mask, pos, cache)[:, -1, :].float()
         return [(r.mean(), r.fills, r.truncated) for r in rows]
+
+    def _forward(self, ids, mask, pos, cache) -> torch.Tensor:
+        """The last position's logits of one cached step, under `precision`'s autocast."""
+        with autocast(self.device, self.precision):
+            out = self.model(
+                input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
+                use_cache=True,
+            )  # fmt: skip
+        return out.logits[:, -1:, :]
 
     def sample(self, logits: torch.Tensor, allowed: torch.Tensor, gen: torch.Generator) -> int:
         """Top-k sample among `allowed` tokens (temperature), with the row's generator."""

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from paracl.device import autocast
+from paracl.device import DEFAULT_PRECISION, autocast
 from paracl.models import check_model_dir
 from paracl.negatives.masking import sentinel
 
@@ -44,13 +44,13 @@ class Candidate:
 class T5Filler:
     """A T5 (or any seq2seq model with sentinels) that fills blanks."""
 
-    def __init__(self, path: str | Path, device: torch.device):
+    def __init__(self, path: str | Path, device: torch.device, precision: str = DEFAULT_PRECISION):
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
         check_model_dir(path)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.model = AutoModelForSeq2SeqLM.from_pretrained(path).to(device).eval()
-        self.device = device
+        self.device, self.precision = device, precision
         self._sentinels = sentinel_ids(self.tokenizer)
         self.n_sentinels = len(self._sentinels)
         self._drop = {self.tokenizer.pad_token_id, self.tokenizer.eos_token_id}
@@ -110,7 +110,7 @@ class T5Filler:
             stop = [self.tokenizer.eos_token_id]
             if blanks < self.n_sentinels:
                 stop.append(self._sentinels[blanks])
-            with autocast(self.device):
+            with autocast(self.device, self.precision):
                 out = self.model.generate(
                     input_ids=input_ids,
                     attention_mask=input_ids.ne(pad).long(),

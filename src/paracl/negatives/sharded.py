@@ -30,7 +30,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from paracl import schemas
-from paracl.device import seed_everything
+from paracl.device import DEFAULT_PRECISION, seed_everything
 from paracl.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
 from paracl.errors import InputError
 from paracl.io import fingerprint, input_checksum, iter_batches, read_json, read_parquet
@@ -58,6 +58,7 @@ def init_worker(
     cfg: CorruptConfig,
     causal: bool = False,
     seed: int = 0,
+    precision: str = DEFAULT_PRECISION,
 ) -> None:
     """Load the chunker and the filler (from `model`, a directory the worker can read)."""
     import torch
@@ -72,7 +73,10 @@ def init_worker(
     if lang not in _PIPELINES:
         _PIPELINES[lang] = load_pipeline(lang)
     dev = select_device(device)
-    filler = CausalFiller(model, dev, cfg.sampling(), seed) if causal else T5Filler(model, dev)
+    if causal:
+        filler = CausalFiller(model, dev, cfg.sampling(), seed, precision)
+    else:
+        filler = T5Filler(model, dev, precision)
     _STATE.clear()
     _STATE.update(nlp=_PIPELINES[lang], filler=filler, cfg=cfg)
 
@@ -143,7 +147,7 @@ def corrupt_corpus(
     info, path, causal = model_info(model, params)
     config = CorruptConfig.from_params(cfg, seq2seq=not causal)
     filler_sum = input_checksum(model) if model != UNADAPTED else str(path)
-    key = fingerprint(cfg, seed, lang, input_checksum(corpus), filler_sum)
+    key = fingerprint(cfg, seed, lang, params["precision"], input_checksum(corpus), filler_sum)
     anchors = CountedShards(
         stream_shards(iter_sample(corpus, cfg["max_sentences"], seed, lang), cfg["shard_size"])
     )
@@ -158,7 +162,16 @@ def corrupt_corpus(
         metadata=meta,
         model=True,
         init=init_worker,
-        init_args=(str(path), lang, params["device"], cfg["threads"], config, causal, seed),
+        init_args=(
+            str(path),
+            lang,
+            params["device"],
+            cfg["threads"],
+            config,
+            causal,
+            seed,
+            params["precision"],
+        ),  # fmt: skip
         desc="corrupt shards",
     )
     if anchors.rows == 0:

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from paracl import schemas
-from paracl.device import autocast, seed_everything, select_device
+from paracl.device import DEFAULT_PRECISION, autocast, seed_everything, select_device
 from paracl.distributed.sharded import CountedShards, Engine, group_shards, map_shards, prepend
 from paracl.io import fingerprint, input_checksum, iter_batches, iter_parts
 from paracl.models import ResolvedModel, check_model_dir
@@ -101,11 +101,12 @@ class PerplexityScorer:
         device: torch.device | str = "cpu",
         batch_size: int = 32,
         max_batch_tokens: int = 2048,
+        precision: str = DEFAULT_PRECISION,
     ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         check_model_dir(model_path)
-        self.device = torch.device(device)
+        self.device, self.precision = torch.device(device), precision
         self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
         self.model.to(self.device).eval()
@@ -140,7 +141,7 @@ class PerplexityScorer:
             mask[row, : len(seq)] = 1
         labels = ids.masked_fill(mask == 0, -100)
         ids, mask, labels = ids.to(self.device), mask.to(self.device), labels.to(self.device)
-        with autocast(self.device):
+        with autocast(self.device, self.precision):
             logits = self.model(input_ids=ids, attention_mask=mask).logits
         out = []
         for row, seq in enumerate(seqs):
@@ -189,14 +190,20 @@ _WORKER: dict = {}  # per worker (process or Ray actor): the loaded scorer
 
 
 def init_worker(
-    model_path: str, device: str, batch_size: int, max_batch_tokens: int, seed: int
+    model_path: str,
+    device: str,
+    batch_size: int,
+    max_batch_tokens: int,
+    seed: int,
+    precision: str = DEFAULT_PRECISION,
 ) -> None:
     """Load the LM once per worker (a Ray actor calls this once; a local run once)."""
-    settings = (str(model_path), device, batch_size, max_batch_tokens, seed)
+    settings = (str(model_path), device, batch_size, max_batch_tokens, seed, precision)
     if _WORKER.get("settings") == settings:
         return
     seed_everything(seed)
-    scorer = PerplexityScorer(model_path, select_device(device), batch_size, max_batch_tokens)
+    dev = select_device(device)
+    scorer = PerplexityScorer(model_path, dev, batch_size, max_batch_tokens, precision)
     _WORKER.clear()
     _WORKER.update(settings=settings, scorer=scorer)
 
@@ -232,6 +239,7 @@ def rank_candidates(
         lang,
         params["seed"],
         params["device"],
+        params["precision"],
         model.describe(),
         input_checksum(candidates),
     )
@@ -268,6 +276,7 @@ def rank_candidates(
             cfg["batch_size"],
             cfg["max_batch_tokens"][lang],
             params["seed"],
+            params["precision"],
         ),
         desc="rank_fluency",
     )

@@ -65,7 +65,7 @@ def generate_sharded(
         sentences,
         out=out,
         schema=schemas.GENERATED_PARAPHRASES,
-        key=fingerprint(cfg, seed, lang, list(tags), *inputs),
+        key=fingerprint(cfg, seed, lang, params["precision"], list(tags), *inputs),
         engine=Engine.from_params(params),
         metadata={"params": cfg, "paraphraser": info},
         model=True,
@@ -76,7 +76,7 @@ def generate_sharded(
             params["device"],
             lang,
             list(tags),
-            settings(cfg),
+            {**settings(cfg), "precision": params["precision"]},  # generate's keyword arguments
             cfg["threads"],
         ),
         desc="generate shards",

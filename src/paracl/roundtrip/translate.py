@@ -43,7 +43,7 @@ import pandas as pd
 import torch
 
 from paracl import schemas
-from paracl.device import autocast
+from paracl.device import DEFAULT_PRECISION, autocast
 from paracl.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
 from paracl.io import fingerprint, input_checksum
 from paracl.params import ParamsError
@@ -156,12 +156,14 @@ def load_translator(
     src_lang_code: str | None = None,
     tgt_lang_code: str | None = None,
     loaded: dict | None = None,
+    precision: str = DEFAULT_PRECISION,
 ) -> Translator | PromptTranslator | LlamaCppTranslator:
     """A translator src → tgt for `model_id`: a seq2seq model (NLLB/M2M codes optional),
     or a causal LM prompted to translate, on llama.cpp where the id ships as a GGUF file
     (on 2 CPU cores gemma-3-270m generates ~10× faster there than in transformers; what
     runs is the packaged quantised file itself), else on transformers. `loaded` (model →
-    object) lets the two directions of a round trip share one causal LM."""
+    object) lets the two directions of a round trip share one causal LM. `precision`: the
+    autocast dtype on transformers (paracl.device); llama.cpp runs the GGUF's own types."""
     from transformers import AutoConfig
 
     from paracl.models import packaged_gguf
@@ -171,7 +173,7 @@ def load_translator(
     gguf = packaged_gguf(model_id) if device.type == "cpu" else None
     path = None if gguf else local_path(model_id, seed)
     if path is not None and AutoConfig.from_pretrained(str(path)).is_encoder_decoder:
-        return Translator(path, device, src_lang_code, tgt_lang_code)
+        return Translator(path, device, src_lang_code, tgt_lang_code, precision)
     for code in (src, tgt):
         if code not in LANGUAGE_NAMES:
             raise ParamsError(
@@ -196,7 +198,7 @@ def load_translator(
 
         model = AutoModelForCausalLM.from_pretrained(key, dtype=torch.float32)
         loaded[key] = (model.to(device).eval(), AutoTokenizer.from_pretrained(key))
-    return PromptTranslator(*loaded[key], src, tgt)
+    return PromptTranslator(*loaded[key], src, tgt, precision)
 
 
 class LlamaCppTranslator:
@@ -272,10 +274,11 @@ class Translator:
         device: torch.device | str = "cpu",
         src_lang: str | None = None,
         tgt_lang: str | None = None,
+        precision: str = DEFAULT_PRECISION,
     ):
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-        self.device = torch.device(device)
+        self.device, self.precision = torch.device(device), precision
         self.tokenizer = AutoTokenizer.from_pretrained(str(path))
         self.model = AutoModelForSeq2SeqLM.from_pretrained(str(path)).to(self.device).eval()
         self.forced_bos = None
@@ -332,7 +335,7 @@ class Translator:
             if num_beams > 1:
                 kwargs["num_beams"] = num_beams
             torch.manual_seed(batch_seed(seed, sampling.name, batch))
-            with autocast(self.device):
+            with autocast(self.device, self.precision):
                 generated = self.model.generate(**enc, max_new_tokens=limit, **kwargs)
             for i, text in zip(idx, self._decode(generated, enc), strict=True):
                 out[i] = text
@@ -353,9 +356,9 @@ class PromptTranslator(Translator):
     for a causal LM with no packaged GGUF, or on a GPU. A row ends at its first line
     break, and at least 2 tokens are generated (an empty line is no translation)."""
 
-    def __init__(self, model, tokenizer, src: str, tgt: str):
+    def __init__(self, model, tokenizer, src: str, tgt: str, precision: str = DEFAULT_PRECISION):
         self.model, self.tokenizer, self.src, self.tgt = model, tokenizer, src, tgt
-        self.device = model.device
+        self.device, self.precision = model.device, precision
         self.tokenizer.padding_side = "left"  # generation continues every row at the end
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -420,7 +423,7 @@ def round_trip_sharded(
     cfg, seed = params["roundtrip"], params["seed"]
     settings = decoding_settings(cfg)
     decode = {k: cfg[k] for k in ("batch_size", "max_new_tokens", "length_ratio", "num_beams")}
-    key = fingerprint(cfg, seed, params["lang"], input_checksum(corpus))
+    key = fingerprint(cfg, seed, params["lang"], params["precision"], input_checksum(corpus))
     sample = iter_sample(corpus, cfg["max_sentences"], seed)
     sentences = CountedShards(stream_shards(sample, cfg["shard_size"]))
     manifest = map_shards(
@@ -444,6 +447,7 @@ def round_trip_sharded(
             settings,
             seed,
             decode,
+            params["precision"],
         ),
         desc="roundtrip shards",
     )
@@ -464,6 +468,7 @@ def init_worker(
     settings: Sequence[Sampling],
     seed: int,
     decode: dict,
+    precision: str = DEFAULT_PRECISION,
 ) -> None:
     """Load the two translators (stand-ins are built here, in the worker: seed 0 forward,
     seed 1 backward; one causal LM serves both directions) unless this process already
@@ -472,14 +477,15 @@ def init_worker(
 
     dev = select_device(device)
     key = (forward_model, backward_model, src_lang_code, pivot_lang_code, lang, pivot, str(dev))
+    key += (precision,)
     if _STATE.get("key") != key:
         _STATE.clear()
         loaded: dict = {}
         forward = load_translator(
-            forward_model, 0, dev, lang, pivot, src_lang_code, pivot_lang_code, loaded
+            forward_model, 0, dev, lang, pivot, src_lang_code, pivot_lang_code, loaded, precision
         )
         backward = load_translator(
-            backward_model, 1, dev, pivot, lang, pivot_lang_code, src_lang_code, loaded
+            backward_model, 1, dev, pivot, lang, pivot_lang_code, src_lang_code, loaded, precision
         )
         _STATE.update(key=key, forward=forward, backward=backward)
     _STATE.update(settings=list(settings), seed=seed, decode=dict(decode))
