@@ -174,6 +174,7 @@ def test_trained_encoder_is_what_evaluation_scores(
     assert np.allclose(np.stack([cache.vectors[s] for s in S1]), plain, atol=1e-6)
     # the training dev score is the saved encoder's (1 epoch: the best is the last)
     assert metrics["dev_spearman"] == pytest.approx(sts_spearman(loaded, read_sts(dev)), abs=1e-4)
+    assert metrics["precision"] == "fp32"  # what the run computed in (auto on a CPU)
 
     card = (out / "README.md").read_text()
     assert "# paracl encoder `ppdb`" in card and f"`{base}`" in card

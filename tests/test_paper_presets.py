@@ -98,6 +98,26 @@ def test_preset_and_its_caps_validate(name):
     ), "the caps drop no method"
 
 
+# The papers' claims (paracl.evaluation.summary.CLAIMS) each preset must be able to test:
+# PPDB Table 3 in both languages, the round-trip paper's Table 3, EBSIM's ablation, and
+# JCSE's two stages in Japanese (JCSE's domain claims belong to presets/jcse-*.yaml).
+PAPER_CLAIMS = {
+    "paper-en": ("PPDB Table 3", "Round trip Table 3", "EBSIM Table 5"),
+    "paper-ja": ("PPDB Table 3", "Round trip Table 3", "EBSIM Table 5", "JCSE: two-stage"),
+}
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_claim_of_the_presets_papers_has_both_its_methods(name):
+    from paracl.evaluation.summary import CLAIMS
+
+    methods = preset_params(name)["train_contrastive"]["methods"]
+    claims = [c for c in CLAIMS if c[0].startswith(PAPER_CLAIMS[name])]
+    assert len(claims) >= len(PAPER_CLAIMS[name])
+    missing = [(claim, m) for claim, *pair, _ in claims for m in pair if m not in methods]
+    assert not missing, f"{name} cannot test these claims: {missing}"
+
+
 @pytest.mark.parametrize("name", PRESETS)
 def test_every_hub_id_of_the_preset_has_a_tiny_model_of_its_architecture(name):
     ids = hub_cache.hub_ids(preset_params(name))

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 import torch
+import yaml
 
 from paracl.device import autocast, autocast_dtype, backward, grad_scaler, optimizer_step
 from paracl.params import ParamsError
@@ -315,3 +316,35 @@ def test_sts_scorer_trainer_takes_its_precision_from_the_param():
     auto, bf16 = args("auto"), args("bf16")
     assert not auto.fp16 and not auto.bf16  # CPU: fp32, as before
     assert bf16.bf16 and not bf16.fp16
+
+
+def test_a_method_entry_trains_in_its_own_precision():
+    """The paper presets give each method its authors' precision (SimCSE's scripts: fp16,
+    JCSE's: fp32) over the top-level one, which the other methods keep."""
+    from stage_helpers import PAPER_METHODS
+
+    from paracl.training.methods import method_spec, run_config
+    from paracl.training.run import train_config
+
+    def precision(name: str, entry: dict, top: str) -> str:
+        section = run_config(method_spec(name, entry), {"lr": 1e-5})
+        return train_config({"precision": top, "train_contrastive": section})["precision"]
+
+    assert precision("jcse", PAPER_METHODS["jcse"] | {"precision": "fp32"}, "auto") == "fp32"
+    assert precision("ppdb", PAPER_METHODS["ppdb"], "bf16") == "bf16"
+
+
+def test_the_paper_presets_train_as_the_authors_scripts():
+    from paracl.params import validate
+    from paracl.presets import load_preset, merge_preset
+
+    params = Path(__file__).resolve().parents[1] / "params.yaml"
+    for name in ("paper-en", "paper-ja"):
+        preset = load_preset(params.parent / "presets" / f"{name}.yaml")
+        methods = validate(merge_preset(yaml.safe_load(params.read_text()), preset))[
+            "train_contrastive"
+        ]["methods"]
+        own = {m: e.get("precision") for m, e in methods.items()}
+        assert own["simcse_unsup"] == own["simcse_sup"] == own["roundtrip"] == "fp16"
+        assert own["jcse"] == "fp32" and own.get("jcse_two_stage", "fp32") == "fp32"
+        assert own["ppdb"] is None and own["ebsim"] is None  # no code: the top-level key

@@ -182,6 +182,7 @@ def test_a_method_sets_shared_training_keys_for_itself(monkeypatch, tmp_path):
         ({"pooling": "max"}, r"methods\.ppdb\.pooling' must be one of 'mean'"),
         ({"freeze_embeddings": "yes"}, r"methods\.ppdb\.freeze_embeddings' must be bool"),
         ({"train_layers": 0}, r"methods\.ppdb\.train_layers' must be int >= 1 \(or null\)"),
+        ({"precision": "fp8"}, r"methods\.ppdb\.precision' must be one of 'auto', 'bf16'"),
     ],
 )  # fmt: skip
 def test_bad_method_settings_are_refused_as_the_shared_key_is(own, message, tmp_path):

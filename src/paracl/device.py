@@ -59,6 +59,12 @@ def autocast_dtype(device: torch.device, precision: str = DEFAULT_PRECISION) -> 
     return HALF.get(precision)
 
 
+def precision_used(device: torch.device, precision: str = DEFAULT_PRECISION) -> str:
+    """What a run computed in, for its metrics: fp32, bf16 or fp16 (`auto` resolved)."""
+    dtype = autocast_dtype(device, precision)
+    return "fp32" if dtype is None else {v: k for k, v in HALF.items()}[dtype]
+
+
 @contextlib.contextmanager
 def autocast(device: torch.device, precision: str = DEFAULT_PRECISION) -> Iterator[None]:
     """Autocast to `precision`'s dtype on `device` (auto: mixed precision on CUDA only);

@@ -512,6 +512,7 @@ METHOD_SETTINGS = (
     "train_layers",
     "pooling",
     "max_examples",  # a learning curve: one method at several lengths (issue 33 item 5)
+    "precision",  # the top-level key: each paper's code trains in its own (paper presets)
 )
 ENCODERS = "models/encoders/"  # dvc.yaml: train_contrastive@<run> writes ENCODERS + <run>
 EXPAND = "paracl expand"  # the command that rewrites train_contrastive.runs
@@ -519,8 +520,10 @@ EXPAND = "paracl expand"  # the command that rewrites train_contrastive.runs
 
 def method_settings(name: str, entry: dict) -> dict:
     """The shared keys `train_contrastive.methods.<name>` sets for itself, checked with the
-    shared key's own type and range (one declaration: TrainContrastive's field)."""
-    shared = {f.name: f for f in fields(TrainContrastive)}
+    shared key's own type and range (one declaration: TrainContrastive's field, or the
+    top-level one for `precision`)."""
+    shared = {f.name: f for f in fields(Params) if f.name == "precision"}
+    shared |= {f.name: f for f in fields(TrainContrastive)}
     where = f"train_contrastive.methods.{name}."
     return {
         key: _check(entry[key], shared[key].type, shared[key].metadata, where + key)

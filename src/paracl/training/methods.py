@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paracl.device import seed_everything
+from paracl.device import precision_used, seed_everything
 from paracl.errors import InputError
 from paracl.freeze import freeze
 from paracl.models import resolve_model
@@ -265,6 +265,7 @@ def train_method(
             "loss": objective.name,
             "examples": len(examples),
             "steps": result.steps,
+            "precision": precision_used(device, config.precision),
             "skipped_steps": result.skipped_steps,  # fp16 overflow; 0 in bf16/fp32
             "epochs_run": result.epochs_run,
             "best_epoch": result.best_epoch,

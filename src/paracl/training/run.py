@@ -60,9 +60,10 @@ def run_method(spec: MethodSpec, params: dict, encoder: Path, metrics: Path, cur
 
 
 def train_config(params: dict) -> dict:
-    """The train_contrastive section with the top-level `precision`, which shapes the
-    weights too: the checkpoint key and the model card record it with the rest."""
-    return {**params["train_contrastive"], "precision": params["precision"]}
+    """The train_contrastive section with the top-level `precision` (unless the method sets
+    its own: run_config put it there), which shapes the weights too: the checkpoint key
+    and the model card record it with the rest."""
+    return {"precision": params["precision"], **params["train_contrastive"]}
 
 
 def _relaunch(cmd: list[str]) -> int:
