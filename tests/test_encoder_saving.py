@@ -268,3 +268,29 @@ def test_minilm_none_scores_as_published(mirror, tmp_path, monkeypatch):
     assert saved_score == pytest.approx(base_score, abs=1e-3)
     assert eval_score == pytest.approx(base_score, abs=1e-3)
     assert round(base_score, 2) == pytest.approx(82.03, abs=0.011)
+
+
+def test_simcse_mlp_is_saved_as_the_pooler_not_in_the_embedding(tiny_bert, tmp_path):
+    """As SimCSE's simcse_to_huggingface.py converts a checkpoint (`mlp` -> `pooler`): a
+    classifier on pooler_output starts from the trained MLP; the embedding is [CLS]."""
+    from transformers import AutoModel
+
+    from paracl.training.encoder import TRAINING_ONLY, build_encoder, inference_model, save_encoder
+
+    model = build_encoder(tiny_bert, "cls_mlp", max_seq_length=16)
+    mlp = next(m for m in model if getattr(m, TRAINING_ONLY, False))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        mlp.linear.weight.normal_()
+    before = AutoModel.from_pretrained(tiny_bert).pooler.dense.weight
+    assert not torch.equal(before, mlp.linear.weight)
+    save_encoder(model, tmp_path / "simcse")
+    pooler = AutoModel.from_pretrained(tmp_path / "simcse").pooler.dense
+    assert torch.equal(pooler.weight, mlp.linear.weight)
+    assert torch.equal(pooler.bias, mlp.linear.bias)
+    saved = SentenceTransformer(str(tmp_path / "simcse"), device="cpu")
+    assert np.allclose(saved.encode(S1), inference_model(model).encode(S1), atol=1e-6)
+
+    mean = build_encoder(tiny_bert, "mean", max_seq_length=16)
+    save_encoder(mean, tmp_path / "mean")  # no MLP: the base's pooler, untouched
+    assert torch.equal(AutoModel.from_pretrained(tmp_path / "mean").pooler.dense.weight, before)

@@ -119,7 +119,10 @@ def _pooling(model: SentenceTransformer) -> str:
 
 def _mlp_note(params: dict[str, Any] | None) -> str:
     if params and params.get("pooling") == "cls_mlp":
-        return " (trained with SimCSE's MLP on [CLS], which is not saved)"
+        return (
+            " (trained with SimCSE's MLP on [CLS]: not part of the embedding, saved as"
+            " the transformer's pooler where it has one, as SimCSE converts its checkpoints)"
+        )
     return ""
 
 

@@ -16,7 +16,8 @@ exactly what the evaluate stage encodes with and what the training dev score mea
   causal LMs, whose later tokens have seen more of the sentence); `last` is the last
   token's state (causal LMs); `cls` is the first token's state; `cls_mlp` is SimCSE's
   recipe, [CLS] followed by an MLP (dense + tanh) during training, saved as [CLS]
-  without the MLP (as SimCSE saves its unsupervised models). All are sentence-transformers
+  without the MLP (as SimCSE evaluates its unsupervised models), the MLP's weights kept as
+  the transformer's pooler (as SimCSE converts every checkpoint: `mlp_into_pooler`). All are sentence-transformers
   Pooling modes, so a saved folder needs no code of ours. `None` keeps the base's own
   pooling (the `none` method: the base as published). A base whose Pooling differs from
   the asked one gets the asked one (logged).
@@ -253,6 +254,24 @@ def truncation(model: SentenceTransformer, max_seq_length: int | None) -> Iterat
         model.max_seq_length = before
 
 
+def mlp_into_pooler(model: SentenceTransformer) -> bool:
+    """SimCSE's checkpoint conversion (its simcse_to_huggingface.py renames `mlp` to
+    `pooler`): the trained MLP (dense + tanh) becomes the transformer's pooler, so a
+    classifier that reads pooler_output (BertForSequenceClassification: the fine-tuned
+    tasks) starts from it, as it does on the authors' released models. The sentence
+    embedding stays [CLS] without it. False where there is no MLP or no pooler of its shape
+    (causal LMs, mean pooling)."""
+    mlp = next((m for m in model if getattr(m, TRAINING_ONLY, False)), None)
+    pooler = getattr(getattr(model[0], "auto_model", None), "pooler", None)
+    dense = getattr(pooler, "dense", None)
+    if mlp is None or dense is None or dense.weight.shape != mlp.linear.weight.shape:
+        return False
+    with torch.no_grad():
+        dense.weight.copy_(mlp.linear.weight)
+        dense.bias.copy_(mlp.linear.bias)
+    return True
+
+
 def save_encoder(
     model: SentenceTransformer,
     path: str | Path,
@@ -261,7 +280,8 @@ def save_encoder(
 ) -> None:
     """Save the inference model atomically at `max_seq_length` (None: the model's current
     one), with `card` as README.md; the directory loads with SentenceTransformer and
-    AutoModel."""
+    AutoModel. SimCSE's MLP is saved as the pooler (`mlp_into_pooler`)."""
+    mlp_into_pooler(model)
     inference = inference_model(model)
     with atomic_dir(path) as tmp, truncation(inference, max_seq_length):
         inference.save(str(tmp), create_model_card=False)
