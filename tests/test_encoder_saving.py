@@ -294,3 +294,24 @@ def test_simcse_mlp_is_saved_as_the_pooler_not_in_the_embedding(tiny_bert, tmp_p
     mean = build_encoder(tiny_bert, "mean", max_seq_length=16)
     save_encoder(mean, tmp_path / "mean")  # no MLP: the base's pooler, untouched
     assert torch.equal(AutoModel.from_pretrained(tmp_path / "mean").pooler.dense.weight, before)
+
+
+def test_supervised_simcse_keeps_its_mlp_in_the_embedding(tiny_bert, tmp_path):
+    """`cls_mlp_always`: SimCSE's supervised recipe trains and evaluates through the MLP
+    (its `--pooler cls`), so the saved stack holds it after the [CLS] pooling."""
+    from transformers import AutoModel
+
+    from paracl.training.encoder import SIMCSE_MLP, build_encoder, inference_model, save_encoder
+
+    model = build_encoder(tiny_bert, "cls_mlp_always", max_seq_length=16)
+    mlp = next(m for m in model if getattr(m, SIMCSE_MLP, False))
+    assert inference_model(model) is model  # nothing training-only to drop
+    save_encoder(model, tmp_path / "sup")
+    saved = SentenceTransformer(str(tmp_path / "sup"), device="cpu")
+    assert [type(m).__name__ for m in saved] == ["Transformer", "Pooling", "Dense"]
+    with_mlp = saved.encode(S1)
+    assert np.allclose(with_mlp, model.encode(S1), atol=1e-6)
+    cls_only = SentenceTransformer(modules=[saved[0], saved[1]], device="cpu").encode(S1)
+    assert not np.allclose(with_mlp, cls_only, atol=1e-3)
+    pooler = AutoModel.from_pretrained(tmp_path / "sup").pooler.dense
+    assert torch.equal(pooler.weight, mlp.linear.weight)

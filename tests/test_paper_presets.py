@@ -221,6 +221,26 @@ def test_hub_cache_resolves_ids_offline_to_the_same_config_class(tmp_path, monke
     assert [p.name for p in snapshot.iterdir()] == [hub_cache.revision("bert-base-uncased")]
 
 
+def test_a_hub_cache_is_the_same_bytes_on_every_build(tmp_path):
+    """Same params, same seed, same models: two fresh caches of every id the presets name
+    hold the same files (tokenizers' WordPiece trainer gave a new BERT vocabulary each
+    build, so two runs of a paper preset on fresh caches trained different models)."""
+    import hashlib
+
+    ids = set().union(*(hub_cache.hub_ids(preset_params(n)) for n in PRESETS))
+
+    def files(root: Path) -> dict[str, str]:
+        return {
+            str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*"))
+            if p.is_file()
+        }
+
+    first = hub_cache.build_hub_cache(ids, tmp_path / "a")
+    second = hub_cache.build_hub_cache(ids, tmp_path / "b")
+    assert files(first) == files(second)
+
+
 # --- slow: the whole pipeline ------------------------------------------------------------
 
 

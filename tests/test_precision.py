@@ -348,3 +348,5 @@ def test_the_paper_presets_train_as_the_authors_scripts():
         assert own["simcse_unsup"] == own["simcse_sup"] == own["roundtrip"] == "fp16"
         assert own["jcse"] == "fp32" and own.get("jcse_two_stage", "fp32") == "fp32"
         assert own["ppdb"] is None and own["ebsim"] is None  # no code: the top-level key
+        # supervised SimCSE embeds through its MLP (no --mlp_only_train; --pooler cls)
+        assert methods["simcse_sup"]["pooling"] == "cls_mlp_always"

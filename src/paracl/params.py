@@ -334,7 +334,7 @@ class TrainContrastive(Section):
     seeds: list[int] | None = param(None, min=0, help="seeds of a method without its own")
     runs: dict[str, Run] = param(help="methods x seeds, written by `paracl expand`")
     base_model: str
-    pooling: Literal["mean", "weighted_mean", "last", "cls", "cls_mlp"]
+    pooling: Literal["mean", "weighted_mean", "last", "cls", "cls_mlp", "cls_mlp_always"]
     dropout: float | None = param(
         None,
         min=0.0,

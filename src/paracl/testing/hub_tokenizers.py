@@ -84,15 +84,30 @@ def byte_level(
 
 
 def wordpiece(out_dir: Path, lowercase: bool = True, vocab_size: int = 400) -> dict[str, int]:
-    """BERT's WordPiece `vocab.txt` (+ tokenizer.json), [CLS] A [SEP] B [SEP]."""
-    from tokenizers import BertWordPieceTokenizer
+    """BERT's WordPiece `vocab.txt` (+ tokenizer.json), [CLS] A [SEP] B [SEP].
+
+    The vocabulary is built here, not by tokenizers' WordPiece trainer, whose choice among
+    tokens of equal count changes from run to run (three builds gave three vocabularies, so
+    two fresh caches trained different models): the specials, every character of the text
+    and of ASCII, each also as a `##` continuation (so that every word tokenizes), then
+    whole words by count, ties in alphabetical order, up to `vocab_size`."""
+    import string
+    from collections import Counter
+
+    from tokenizers.pre_tokenizers import BertPreTokenizer
     from transformers import BertTokenizer
 
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    trainer = BertWordPieceTokenizer(lowercase=lowercase)
-    trainer.train_from_iterator(TRAINING_TEXT, vocab_size=vocab_size, special_tokens=specials)
+    split = BertPreTokenizer().pre_tokenize_str
+    words = Counter(
+        w for line in TRAINING_TEXT for w, _ in split(line.lower() if lowercase else line)
+    )
+    ascii_ = (string.ascii_lowercase if lowercase else string.ascii_letters) + string.digits
+    chars = sorted({c for w in words for c in w} | set(ascii_ + string.punctuation))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars, *(f"##{c}" for c in chars)]
+    ranked = sorted((w for w in words if len(w) > 1), key=lambda w: (-words[w], w))
+    vocab += ranked[: max(0, vocab_size - len(vocab))]
     out_dir.mkdir(parents=True, exist_ok=True)
-    trainer.save_model(str(out_dir))  # vocab.txt
+    (out_dir / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     tok = BertTokenizer(vocab=str(out_dir / "vocab.txt"), do_lower_case=lowercase)
     tok.save_pretrained(str(out_dir))
     return {"pad_token_id": tok.pad_token_id}

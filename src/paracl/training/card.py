@@ -118,6 +118,8 @@ def _pooling(model: SentenceTransformer) -> str:
 
 
 def _mlp_note(params: dict[str, Any] | None) -> str:
+    if params and params.get("pooling") == "cls_mlp_always":
+        return " (SimCSE's MLP on [CLS], in training and in the embedding)"
     if params and params.get("pooling") == "cls_mlp":
         return (
             " (trained with SimCSE's MLP on [CLS]: not part of the embedding, saved as"

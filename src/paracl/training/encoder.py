@@ -17,7 +17,9 @@ exactly what the evaluate stage encodes with and what the training dev score mea
   token's state (causal LMs); `cls` is the first token's state; `cls_mlp` is SimCSE's
   recipe, [CLS] followed by an MLP (dense + tanh) during training, saved as [CLS]
   without the MLP (as SimCSE evaluates its unsupervised models), the MLP's weights kept as
-  the transformer's pooler (as SimCSE converts every checkpoint: `mlp_into_pooler`). All are sentence-transformers
+  the transformer's pooler (as SimCSE converts every checkpoint: `mlp_into_pooler`);
+  `cls_mlp_always` keeps the MLP in the saved embedding too (a Dense module after the
+  Pooling), as SimCSE trains and evaluates its supervised models. All are sentence-transformers
   Pooling modes, so a saved folder needs no code of ours. `None` keeps the base's own
   pooling (the `none` method: the base as published). A base whose Pooling differs from
   the asked one gets the asked one (logged).
@@ -72,7 +74,13 @@ POOLING = {
     "last": "lasttoken",
     "cls": "cls",
     "cls_mlp": "cls",
+    "cls_mlp_always": "cls",
 }
+# SimCSE's MLP on [CLS] (dense + tanh): with `cls_mlp` in training only (its unsupervised
+# recipe, `--mlp_only_train`), with `cls_mlp_always` in the embedding too (its supervised
+# recipe, evaluated with `--pooler cls`)
+MLP_POOLINGS = ("cls_mlp", "cls_mlp_always")
+SIMCSE_MLP = "paracl_simcse_mlp"  # attribute that marks SimCSE's MLP (mlp_into_pooler)
 PROMPT_NAME = "sentence"  # the name train_contrastive.prompt is saved under (prompts)
 TRAINING_ONLY = "paracl_training_only"  # attribute that marks SimCSE's MLP: dropped at save
 CARD = "README.md"
@@ -209,10 +217,11 @@ def _with_pooling(
         log.warning("%s: pooling %r replaces the base's %r (train_contrastive.pooling)",
                     where, mode, modules[at].pooling_mode)  # fmt: skip
         modules[at] = Pooling(modules[0].get_embedding_dimension(), mode)
-    if pooling == "cls_mlp":
+    if pooling in MLP_POOLINGS:
         dim = modules[at].get_embedding_dimension()
         mlp = Dense(dim, dim, activation_function=torch.nn.Tanh())
-        setattr(mlp, TRAINING_ONLY, True)
+        setattr(mlp, SIMCSE_MLP, True)
+        setattr(mlp, TRAINING_ONLY, pooling == "cls_mlp")
         modules.insert(at + 1, mlp)
         changed = True
     return _with_modules(model, modules) if changed else model
@@ -261,7 +270,7 @@ def mlp_into_pooler(model: SentenceTransformer) -> bool:
     tasks) starts from it, as it does on the authors' released models. The sentence
     embedding stays [CLS] without it. False where there is no MLP or no pooler of its shape
     (causal LMs, mean pooling)."""
-    mlp = next((m for m in model if getattr(m, TRAINING_ONLY, False)), None)
+    mlp = next((m for m in model if getattr(m, SIMCSE_MLP, False)), None)
     pooler = getattr(getattr(model[0], "auto_model", None), "pooler", None)
     dense = getattr(pooler, "dense", None)
     if mlp is None or dense is None or dense.weight.shape != mlp.linear.weight.shape:
