@@ -119,6 +119,18 @@ def test_every_claim_of_the_presets_papers_has_both_its_methods(name):
 
 
 @pytest.mark.parametrize("name", PRESETS)
+def test_the_preset_trains_each_method_as_its_authors_scripts(name):
+    """Precision (paracl.device) and SimCSE's MLP as each paper's released code has them."""
+    methods = validate(preset_params(name))["train_contrastive"]["methods"]
+    own = {m: e.get("precision") for m, e in methods.items()}
+    assert own["simcse_unsup"] == own["simcse_sup"] == own["roundtrip"] == "fp16"
+    assert own["jcse"] == "fp32" and own.get("jcse_two_stage", "fp32") == "fp32"
+    assert own["ppdb"] is None and own["ebsim"] is None  # no code: the top-level key
+    # supervised SimCSE embeds through its MLP (no --mlp_only_train; --pooler cls)
+    assert methods["simcse_sup"]["pooling"] == "cls_mlp_always"
+
+
+@pytest.mark.parametrize("name", PRESETS)
 def test_every_hub_id_of_the_preset_has_a_tiny_model_of_its_architecture(name):
     ids = hub_cache.hub_ids(preset_params(name))
     assert ids, "a paper preset names hub models"

@@ -12,7 +12,6 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 import torch
-import yaml
 
 from paracl.device import autocast, autocast_dtype, backward, grad_scaler, optimizer_step
 from paracl.params import ParamsError
@@ -332,21 +331,3 @@ def test_a_method_entry_trains_in_its_own_precision():
 
     assert precision("jcse", PAPER_METHODS["jcse"] | {"precision": "fp32"}, "auto") == "fp32"
     assert precision("ppdb", PAPER_METHODS["ppdb"], "bf16") == "bf16"
-
-
-def test_the_paper_presets_train_as_the_authors_scripts():
-    from paracl.params import validate
-    from paracl.presets import load_preset, merge_preset
-
-    params = Path(__file__).resolve().parents[1] / "params.yaml"
-    for name in ("paper-en", "paper-ja"):
-        preset = load_preset(params.parent / "presets" / f"{name}.yaml")
-        methods = validate(merge_preset(yaml.safe_load(params.read_text()), preset))[
-            "train_contrastive"
-        ]["methods"]
-        own = {m: e.get("precision") for m, e in methods.items()}
-        assert own["simcse_unsup"] == own["simcse_sup"] == own["roundtrip"] == "fp16"
-        assert own["jcse"] == "fp32" and own.get("jcse_two_stage", "fp32") == "fp32"
-        assert own["ppdb"] is None and own["ebsim"] is None  # no code: the top-level key
-        # supervised SimCSE embeds through its MLP (no --mlp_only_train; --pooler cls)
-        assert methods["simcse_sup"]["pooling"] == "cls_mlp_always"

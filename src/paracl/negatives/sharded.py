@@ -171,7 +171,7 @@ def corrupt_corpus(
             causal,
             seed,
             params["precision"],
-        ),  # fmt: skip
+        ),
         desc="corrupt shards",
     )
     if anchors.rows == 0:

@@ -476,8 +476,8 @@ def init_worker(
     from paracl.device import select_device
 
     dev = select_device(device)
-    key = (forward_model, backward_model, src_lang_code, pivot_lang_code, lang, pivot, str(dev))
-    key += (precision,)
+    key = (forward_model, backward_model, src_lang_code, pivot_lang_code, lang, pivot, str(dev),
+           precision)  # fmt: skip
     if _STATE.get("key") != key:
         _STATE.clear()
         loaded: dict = {}
