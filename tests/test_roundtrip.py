@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -165,21 +166,19 @@ def test_stage_is_resumable_and_deterministic(tmp_path, monkeypatch):
     # an interrupted run: shard 1 of the partial directory is missing → only it is redone
     import shutil
 
-    from paracl.io import fingerprint, sha256_file
+    from paracl.roundtrip.translate import resume_key
 
-    key = fingerprint(
-        params["roundtrip"],
-        params["seed"],
-        params["lang"],
-        sha256_file("data/corpus/sentences.parquet"),
-    )
+    key = resume_key(params, "data/corpus/sentences.parquet")
     partial = out.with_name(f"{out.name}.partial-{key}")
     shutil.copytree(out, partial)
     (partial / "part-00001.parquet").unlink()
     (partial / "_manifest.json").unlink()
+    os.utime(partial / "part-00000.parquet", (1, 1))  # a kept shard keeps its mtime
     shutil.rmtree(out)
     run_stage("roundtrip", params)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first_bytes
+    assert (out / "part-00000.parquet").stat().st_mtime == 1  # resumed, not redone
+    assert (out / "part-00001.parquet").stat().st_mtime > 1
 
 
 def test_stage_greedy_mode_one_candidate_on_a_causal_lm(tmp_path, monkeypatch, tiny_llama):

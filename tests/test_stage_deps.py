@@ -257,6 +257,67 @@ def test_stage_deps_exist_or_are_stage_outputs(entry: str) -> None:
     assert not absent, f"dvc.yaml stage {entry!r} lists deps that do not exist: {absent}"
 
 
+# --- top-level params --------------------------------------------------------------
+
+PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())
+TOP_LEVEL = {key for key, value in PARAMS.items() if not isinstance(value, dict)}
+# How a stage runs, not what it writes: the sharded stages' tests show local and Ray
+# executors, any worker count, write the same bytes, so these rerun nothing.
+EXECUTION_ONLY = {"executor", "ray_address", "workers", "model_workers", "gpus_per_model_worker"}
+
+
+def top_level_reads(path: Path) -> set[str]:
+    """Top-level params.yaml keys that `path` reads as `params["key"]` or
+    `params.get("key")`."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            target, key = node.value, node.slice.value
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            target, key = node.func.value, node.args[0].value
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id == "params" and key in TOP_LEVEL:
+            found.add(key)
+    return found
+
+
+def listed_params(stage: dict) -> set[str]:
+    """The params.yaml sections and keys a stage lists (`tag.theta` counts as `tag`)."""
+    listed: set[str] = set()
+    for entry in stage.get("params", []):
+        keys = [entry] if isinstance(entry, str) else [k for v in entry.values() for k in v]
+        listed |= {key.split(".")[0] for key in keys}
+    return listed
+
+
+@pytest.mark.parametrize("entry", sorted(_by_stage()))
+def test_stage_lists_every_top_level_param_it_reads(entry: str) -> None:
+    """`device` was read by roundtrip, tag, corrupt and five more stages without being
+    their param, so `dvc exp run -S device=cuda` kept their CPU outputs. A key the code
+    reads must be listed, or changing it leaves a stale cache."""
+    name, stage = _by_stage()[entry][0]
+    script = REPO / _script(stage)
+    read = set().union(
+        *(top_level_reads(f) for f in {script, *import_closure(script)} if f.suffix == ".py")
+    )
+    missing = read - EXECUTION_ONLY - listed_params(stage)
+    assert not missing, f"dvc.yaml stage {entry!r} reads params {sorted(missing)}; list them"
+
+
+def test_the_param_check_finds_reads() -> None:
+    """The checker itself: roundtrip's closure reads `device` (translate.py)."""
+    script = REPO / "stages/roundtrip.py"
+    read = set().union(*(top_level_reads(f) for f in import_closure(script) if f.suffix == ".py"))
+    assert {"device", "precision", "seed"} <= read
+
+
 # --- end to end, with dvc ------------------------------------------------------------
 
 

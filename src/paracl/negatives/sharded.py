@@ -147,7 +147,9 @@ def corrupt_corpus(
     info, path, causal = model_info(model, params)
     config = CorruptConfig.from_params(cfg, seq2seq=not causal)
     filler_sum = input_checksum(model) if model != UNADAPTED else str(path)
-    key = fingerprint(cfg, seed, lang, params["precision"], input_checksum(corpus), filler_sum)
+    key = fingerprint(
+        cfg, seed, lang, params["device"], params["precision"], input_checksum(corpus), filler_sum
+    )
     anchors = CountedShards(
         stream_shards(iter_sample(corpus, cfg["max_sentences"], seed, lang), cfg["shard_size"])
     )

@@ -65,7 +65,9 @@ def generate_sharded(
         sentences,
         out=out,
         schema=schemas.GENERATED_PARAPHRASES,
-        key=fingerprint(cfg, seed, lang, params["precision"], list(tags), *inputs),
+        key=fingerprint(
+            cfg, seed, lang, params["device"], params["precision"], list(tags), *inputs
+        ),
         engine=Engine.from_params(params),
         metadata={"params": cfg, "paraphraser": info},
         model=True,

@@ -414,6 +414,19 @@ def round_trip(
     return out.sort_values(["id", "candidate"], kind="stable").reset_index(drop=True)
 
 
+def resume_key(params: dict, corpus: str | Path) -> str:
+    """Names the partial shard directory: a crashed run resumes only under the same
+    params, device, precision and corpus."""
+    return fingerprint(
+        params["roundtrip"],
+        params["seed"],
+        params["lang"],
+        params["device"],
+        params["precision"],
+        input_checksum(corpus),
+    )
+
+
 def round_trip_sharded(
     corpus: str | Path, out: str | Path, params: dict, models: dict
 ) -> tuple[dict, int]:
@@ -423,7 +436,7 @@ def round_trip_sharded(
     cfg, seed = params["roundtrip"], params["seed"]
     settings = decoding_settings(cfg)
     decode = {k: cfg[k] for k in ("batch_size", "max_new_tokens", "length_ratio", "num_beams")}
-    key = fingerprint(cfg, seed, params["lang"], params["precision"], input_checksum(corpus))
+    key = resume_key(params, corpus)
     sample = iter_sample(corpus, cfg["max_sentences"], seed)
     sentences = CountedShards(stream_shards(sample, cfg["shard_size"]))
     manifest = map_shards(
