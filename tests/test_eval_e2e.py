@@ -15,7 +15,7 @@ from stage_helpers import load_stage, run_stage
 
 from paracl.evaluation.encoder import EmbeddingCache, load_encoder
 from paracl.evaluation.finetune import FinetuneConfig, finetune_task
-from paracl.evaluation.finetune_job import run_finetune_job
+from paracl.evaluation.finetune_job import finetune_seeds, run_finetune_job
 from paracl.evaluation.jobs import run_job
 from paracl.evaluation.summary import build_summary, load_results, to_markdown
 from paracl.evaluation.tasks import load_task
@@ -297,6 +297,21 @@ def test_finetune_job_scores_a_seeded_sample_of_the_test_split(tiny_bert, raw):
     assert "capped to a seeded sample of 10" in res["provenance"]["test"]
     whole = run_finetune_job("none", "stsb", tiny_bert, {**cfg, "max_test": None}, 0, CPU)
     assert whole["sizes"]["test"] == 24
+
+
+def test_the_base_is_fine_tuned_with_the_baseline_seeds(tiny_bert, raw, tmp_path):
+    """evaluate.baseline_seeds: a run that trained nothing (its training metrics say loss
+    none) is fine-tuned with them, so its fine-tuned score has a spread; a trained run
+    keeps evaluate.seeds (its training seeds give its spread)."""
+    base, trained = tmp_path / "none.json", tmp_path / "ppdb_s1.json"
+    base.write_text(json.dumps({"method": "none", "loss": "none"}))
+    trained.write_text(json.dumps({"method": "ppdb", "loss": "MNRL(InfoNCE)"}))
+    cfg = {**CFG, "raw_dir": raw, "seeds": [1], "baseline_seeds": [1, 2], "epochs": 1}
+    res = run_finetune_job("none", "stsb", tiny_bert, cfg, 0, CPU, train_metrics=base)
+    assert [r["seed"] for r in res["runs"]] == [1, 2] and res["test"]["n"] == 2
+    assert finetune_seeds(cfg, trained) == [1]
+    assert finetune_seeds({**cfg, "baseline_seeds": None}, base) == [1]
+    assert finetune_seeds(cfg, None) == [1]  # no training metrics: nothing says it is the base
 
 
 def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):

@@ -428,8 +428,9 @@ def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params
     assert plain["cmd"].split()[:2] == ["python", "stages/evaluate.py"]
     assert "metrics/eval/ppdb_s2/stsb.json" in job["cmd"]
     tuning = {"precision"} | {f"evaluate.{k}" for k in (
-        "seeds", "epochs", "lr", "batch_size", "patience", "max_train", "max_dev", "max_test",
-        "train_layers", "length_grouping", "mini_batch_size", "max_seq_length")}  # fmt: skip
+        "seeds", "baseline_seeds", "epochs", "lr", "batch_size", "patience", "max_train",
+        "max_dev", "max_test", "train_layers", "length_grouping", "mini_batch_size",
+        "max_seq_length")}  # fmt: skip
     assert tuning <= set(job["params"]) and not tuning & set(plain["params"])
     source = (REPO / "src/paracl/evaluation/finetune_job.py").read_text()
     read = set(re.findall(r'cfg(?:\["|\.get\(")(\w+)"', source)) - {"precision"}

@@ -236,6 +236,39 @@ def test_a_fine_tuned_column_for_some_methods_gets_its_own_average_and_test():
     assert "Missing cells" not in text  # a planned gap is no missing result
 
 
+def test_nones_fine_tuning_seeds_are_its_sample_and_welch_tests_against_it():
+    """none trains nothing, but fine-tuning it is noisy: with evaluate.baseline_seeds its
+    fine-tuned average is one value per fine-tuning seed (mean ± sd), and a method's Δ is
+    tested with Welch's test against them, not a one-sample test against their mean."""
+    from scipy import stats
+
+    def tuned(scores: list[float]) -> dict:
+        runs = [{"seed": i + 1, "test": {"spearman": s}} for i, s in enumerate(scores)]
+        return {**_finetuned(sum(scores) / len(scores)), "metric": "spearman", "runs": runs,
+                "test": {"n": len(scores)}}  # fmt: skip
+
+    ppdb = {"ppdb_s1": 63.0, "ppdb_s2": 64.0, "ppdb_s3": 66.0}
+    results = {"none": {"stsb": tuned([55.0, 61.0, 58.0]), "unsup_sts_en": _result(30.0)}}
+    results |= {r: {"stsb": _finetuned(s), "unsup_sts_en": _result(40.0)} for r, s in ppdb.items()}
+    groups = {"none": ["none"], "ppdb": list(ppdb)}
+    summary = build_summary(results, ["unsup_sts_en", "stsb"], "all", groups)
+    none = summary["methods"]["none"]["measures"]["finetune"]
+    assert none["avg"] == pytest.approx(58.0) and none["avg_std"] == pytest.approx(3.0)
+    effect = summary["methods"]["ppdb"]["measures"]["finetune"]["vs_none"]
+    welch = stats.ttest_ind(list(ppdb.values()), [55.0, 61.0, 58.0], equal_var=False).pvalue
+    one_sample = stats.ttest_1samp([v - 58.0 for v in ppdb.values()], 0.0).pvalue
+    assert effect["diff"] == pytest.approx(6.333, abs=1e-3) and effect["n_baseline"] == 3
+    assert effect["p"] == pytest.approx(welch) and effect["p"] > one_sample
+    unsup = summary["methods"]["ppdb"]["measures"]["unsup"]["vs_none"]  # cosine: exact base
+    assert "n_baseline" not in unsup
+    text = to_markdown(summary)
+    assert "58.0 ± 3.0" in text and "Welch's two-sided two-sample t-test of the method" in text
+    # one kind of column: Avg. is the fine-tuned average, tested the same way
+    only = build_summary({r: {"stsb": v["stsb"]} for r, v in results.items()}, ["stsb"],
+                         "finetune", groups)  # fmt: skip
+    assert only["methods"]["ppdb"]["vs_none"]["p"] == pytest.approx(welch)
+
+
 def test_load_results_marks_runs_outside_the_fine_tuned_methods(tmp_path):
     """A stale metrics file of a run no longer in evaluate.finetune_runs is not read."""
     (tmp_path / "ams").mkdir()

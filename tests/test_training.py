@@ -261,8 +261,10 @@ def test_stage_methods(workdir, method, monkeypatch):
     base = workdir[1]["train_contrastive"]["base_model"]
     assert f"# paracl encoder `{method}`" in card and f"`{base}`" in card
     assert f"{metrics['dev_spearman']} (" in card  # the training dev score, as recorded
-    if method != "none":
-        assert metrics["steps"] >= 1
+    if method == "none":  # what evaluate.baseline_seeds reads (finetune_job.finetune_seeds)
+        assert metrics["loss"] == "none"
+    else:
+        assert metrics["steps"] >= 1 and metrics["loss"] != "none"
         assert (root / f"metrics/train/{method}/plots/metrics/train/loss.tsv").exists()
         assert (root / f"metrics/train/{method}/curves.png").exists()
     if method == "ebsim":

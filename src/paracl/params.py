@@ -208,6 +208,9 @@ class Evaluate(Section):
     finetune_runs: list[str] = param([], help="their runs, written by `paracl expand`")
     raw_dir: str
     seeds: list[int] = param(min=0, help="fine-tuning seeds")
+    baseline_seeds: list[int] | None = param(
+        None, min=0, help="fine-tuning seeds of a run that trains nothing (loss none); null = seeds"
+    )
     epochs: int | None = param(min=1, help="null: each task's paper value")
     lr: float | None = param(min=0.0, max=1.0, help="null: paper value")
     batch_size: int | None = param(min=1, help="null: paper value")

@@ -15,6 +15,7 @@ from paracl.evaluation.finetune import FinetuneConfig, finetune_task
 from paracl.evaluation.job_result import job_result
 from paracl.evaluation.sample import sample_rows
 from paracl.evaluation.tasks import FINETUNE_JOBS, TaskData, get_task, load_task_for
+from paracl.io import read_json
 
 
 def run_finetune_job(
@@ -27,17 +28,29 @@ def run_finetune_job(
     train_metrics: str | Path | None = None,
 ) -> dict:
     """Fine-tune encoder `encoder_dir` (trained by `method`) on `task`; `seed` draws the
-    splits' samples, `cfg["seeds"]` are the fine-tuning seeds; `cfg` is the evaluate
+    splits' samples, `finetune_seeds` the fine-tuning seeds; `cfg` is the evaluate
     section with the top-level `precision` added."""
     if task not in FINETUNE_JOBS:
         raise KeyError(f"unknown fine-tuning task {task!r} (known: {', '.join(FINETUNE_JOBS)})")
+    seeds = finetune_seeds(cfg, train_metrics)
     return job_result(
         method,
         task,
         encoder_dir,
         train_metrics,
-        lambda: _finetune(task, encoder_dir, cfg, seed, device),
+        lambda: _finetune(task, encoder_dir, cfg, seed, device, seeds),
     )
+
+
+def finetune_seeds(cfg: dict, train_metrics: str | Path | None) -> list[int]:
+    """evaluate.seeds, or evaluate.baseline_seeds for a run that trained nothing (its
+    training metrics say loss none). A trained method's spread comes from its training
+    seeds; the base's fine-tuned score has no other spread than its fine-tuning seeds."""
+    baseline = cfg.get("baseline_seeds")
+    if baseline and train_metrics and Path(train_metrics).exists():
+        if read_json(train_metrics).get("loss") == "none":
+            return list(baseline)
+    return list(cfg["seeds"])
 
 
 def _cap(data: TaskData, caps: dict[str, int | None], seed: int) -> dict:
@@ -56,7 +69,7 @@ def _cap(data: TaskData, caps: dict[str, int | None], seed: int) -> dict:
     return records
 
 
-def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[int]) -> dict:
     t = get_task(task)
     data = load_task_for(task, cfg, seed)
     caps = {"train": cfg["max_train"], "dev": cfg["max_dev"], "test": cfg.get("max_test")}
@@ -72,7 +85,7 @@ def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
         length_grouping=cfg.get("length_grouping", FinetuneConfig.length_grouping),
         mini_batch_size=cfg.get("mini_batch_size", FinetuneConfig.mini_batch_size),
     )
-    out = finetune_task(encoder_dir, data, ft, cfg["seeds"], device)
+    out = finetune_task(encoder_dir, data, ft, seeds, device)
     paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size, "source": t.hp_source}
     note = "the paper's splits" if data.official_split else "; ".join(
         f"{k}: {v}" for k, v in data.provenance.items())  # fmt: skip

@@ -11,9 +11,12 @@ Seeds: a method trained with several seeds is several runs of train_contrastive.
 each naming its method (`run_groups`); they make one row whose cells are the mean
 ± standard deviation over those training seeds. Each row then also gets its difference
 to `none` on Avg. and a two-sided one-sample t-test of the per-seed differences (is the
-mean difference over seeds zero?). `none` trains nothing, so it has one value, and
-pairing by seed reduces to comparing each seed's run with it. A difference "holds" when
-p < 0.05 and every seed moves the same way.
+mean difference over seeds zero?). `none` trains nothing, so on cosine scores it has one
+exact value, and pairing by seed reduces to comparing each seed's run with it. Fine-tuning
+adds noise of its own: where `none` was fine-tuned with several seeds
+(evaluate.baseline_seeds), its fine-tuned average is a sample too, one value per
+fine-tuning seed, and the difference is tested with Welch's two-sample t-test instead. A
+difference "holds" when p < 0.05 and every seed moves the same way.
 
 The papers' claims: each paper says its method beats another on Avg. (CLAIMS). Where both
 methods are rows, the summary compares them: the difference of their seed means and
@@ -35,6 +38,10 @@ from paracl.io import read_json
 GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")
 ALPHA = 0.05  # significance level of the t-test over seeds
 TEST = "two-sided one-sample t-test over training seeds of (method − none) on Avg."
+SPREAD_TEST = (
+    "where none has several fine-tuning seeds (its fine-tuned average), Welch's two-sided "
+    "two-sample t-test of the method's training seeds against none's fine-tuning seeds"
+)
 CLAIM_TEST = "Welch's two-sided two-sample t-test over the two methods' training seeds (Avg.)"
 # Each column counts towards one measure: the mean of the fine-tuned tasks, or of the
 # rest (cosine STS, cosine PI, the domain sets), which no fine-tuning touches.
@@ -129,6 +136,8 @@ def _entry_row(per_task: dict, tasks: list[str], use: list[str]) -> dict:
             "n_seeds": (r.get("test") or {}).get("n") if r.get("kind") == "finetune" else None,
             "official_split": r.get("official_split"),
         }
+        if r.get("kind") == "finetune" and len(r.get("runs") or []) > 1:  # fine-tuning seeds
+            cells[t]["seed_scores"] = [run["test"][r["metric"]] for run in r["runs"]]
         if r.get("skipped"):  # the reason a cell is empty; split notes stay per task
             cells[t]["note"] = r["skipped"]
         if r.get("kind") == "unsup_sts" and r.get("sets"):  # each set's Spearman (breakdown)
@@ -184,15 +193,21 @@ def _seed_row(entries: dict[str, dict], tasks: list[str]) -> dict:
 
 
 def effect_vs(runs: dict[str, float | None], baseline: dict[str, float | None]) -> dict | None:
-    """Avg. difference of a method's seeds to the baseline's mean, with the t-test."""
+    """Avg. difference of a method's seeds to the baseline's mean, with the t-test: one
+    sample of differences against one baseline value, Welch's test against a baseline
+    that is a sample itself (none's fine-tuning seeds)."""
     base = _mean(list(baseline.values()))
     if base is None or _mean(list(runs.values())) is None:
         return None
     diffs = [v - base for v in runs.values()]
     out = {"diff": float(np.mean(diffs)), "n_seeds": len(diffs), "p": None, "holds": False}
+    if len(baseline) > 1:
+        out["n_baseline"] = len(baseline)
     if len(diffs) > 1:
         out["diff_std"] = statistics.stdev(diffs)
-        if out["diff_std"] > 0:
+        if len(baseline) > 1:
+            out["p"] = compare(runs, baseline)["p"]
+        elif out["diff_std"] > 0:
             out["p"] = float(stats.ttest_1samp(diffs, 0.0).pvalue)
         same_sign = all(d > 0 for d in diffs) or all(d < 0 for d in diffs)
         out["holds"] = bool(out["p"] is not None and out["p"] < ALPHA and same_sign)
@@ -209,6 +224,19 @@ def compare(runs: dict[str, float | None], other: dict[str, float | None]) -> di
         out["p"] = float(stats.ttest_ind(a, b, equal_var=False).pvalue)
         out["holds"] = bool(out["p"] < ALPHA and out["diff"] > 0)
     return out
+
+
+def _measure_sample(entries: dict[str, dict], tasks: list[str], on: str) -> dict:
+    """A row's values of one measure: one per training seed; a row of one run fine-tuned
+    with several seeds (none with evaluate.baseline_seeds, a paper preset's method): one
+    per fine-tuning seed, the average over the fine-tuned columns of that seed's scores."""
+    if on == "finetune" and len(entries) == 1:
+        [(name, entry)] = entries.items()
+        per_seed = [entry["tasks"][t].get("seed_scores") for t in tasks if measure_of(t) == on]
+        if per_seed and all(per_seed) and len({len(s) for s in per_seed}) == 1:
+            by_seed = zip(*per_seed, strict=True)
+            return {f"{name}/ft{i + 1}": _mean(list(v)) for i, v in enumerate(by_seed)}
+    return {n: e["measures"].get(on) for n, e in entries.items()}
 
 
 def measure(runs: dict[str, float | None]) -> dict:
@@ -255,13 +283,13 @@ def build_summary(
         present = {n: entries[n] for n in names if n in entries}
         if present:
             rows[row] = _seed_row(present, tasks)
-            rows[row]["measures"] = {
-                m: measure({n: e["measures"].get(m) for n, e in present.items()}) for m in kinds
-            }
+            rows[row]["measures"] = {m: measure(_measure_sample(present, tasks, m)) for m in kinds}
     if "none" in rows:
+        # one kind of column: Avg. is that measure, so none's sample is the measure's
+        base = rows["none"]["measures"][kinds[0]]["runs"] if kinds == ["finetune"] else None
         for name, row in rows.items():
             if name != "none":
-                row["vs_none"] = effect_vs(row["runs"], rows["none"]["runs"])
+                row["vs_none"] = effect_vs(row["runs"], base or rows["none"]["runs"])
                 for m, value in row["measures"].items():
                     value["vs_none"] = effect_vs(value["runs"], rows["none"]["measures"][m]["runs"])
     return {
@@ -349,6 +377,8 @@ def to_markdown(summary: dict, decimals: int = 1) -> str:
     if seeded and effect:
         lines.append(f"p: {summary['test']}; **bold** where p < {ALPHA} and every seed "
                      "moves the same way (the difference holds across seeds).")  # fmt: skip
+        if _baseline_has_spread(rows):
+            lines.append(f"p beside none's fine-tuned average: {SPREAD_TEST}.")
     if not_run:
         lines.append(f"— {NOT_RUN}.")
     if daggers:
@@ -361,6 +391,11 @@ def to_markdown(summary: dict, decimals: int = 1) -> str:
     if notes:
         lines += ["", "Missing cells:", *notes]
     return "\n".join(lines) + "\n"
+
+
+def _baseline_has_spread(rows: dict) -> bool:
+    none = rows.get("none", {}).get("measures", {}).get("finetune")
+    return bool(none and len(none["runs"]) > 1)
 
 
 def _legend_line(summary: dict, blocks: list) -> str:

@@ -220,6 +220,7 @@ def train_method(
         "seed": seed,
     }
     if spec.loss == "none":
+        metrics["loss"] = "none"  # evaluate.baseline_seeds: fine-tuned with the base's seeds
         if parallel.is_main():  # nothing to train: rank 0 alone scores and saves
             metrics["dev_spearman"] = round(dev_score(inference_model(model)), 4)
             if logger:
