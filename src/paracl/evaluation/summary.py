@@ -42,7 +42,10 @@ SPREAD_TEST = (
     "where none has several fine-tuning seeds (its fine-tuned average), Welch's two-sided "
     "two-sample t-test of the method's training seeds against none's fine-tuning seeds"
 )
-CLAIM_TEST = "Welch's two-sided two-sample t-test over the two methods' training seeds (Avg.)"
+CLAIM_TEST = (
+    "Welch's two-sided two-sample t-test over the two methods' seeds (training seeds; a "
+    "one-run row fine-tuned with several seeds: its fine-tuning seeds)"
+)
 # Each column counts towards one measure: the mean of the fine-tuned tasks, or of the
 # rest (cosine STS, cosine PI, the domain sets), which no fine-tuning touches.
 MEASURES = {"unsup": "Unsup. avg", "finetune": "Fine-tuned avg"}
