@@ -3,6 +3,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
+# pytest-xdist workers of `make test`, one test file at a time (tests/conftest.py orders them)
+TEST_WORKERS ?= 2
 BIN := $(VENV)/bin
 
 .PHONY: setup test test-slow lint format docs
@@ -15,7 +17,7 @@ setup:
 	$(BIN)/python -m paracl.models --check
 
 test:
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow

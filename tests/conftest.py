@@ -88,3 +88,13 @@ def local_ray():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env=env)
     yield ray
     ray.shutdown()
+
+
+LONGEST_FIRST = ("test_smoke_pipeline.py",)  # its module fixture runs `dvc repro`: ~6 min
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`make test` runs the files on two workers (pytest-xdist, `--dist loadfile`: a file's
+    module fixtures run once). The longest file goes first: started last, it would end
+    last, with the other worker idle."""
+    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST)
