@@ -3,7 +3,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
-# pytest-xdist workers of `make test`, one test file at a time (tests/conftest.py orders them)
+# pytest-xdist workers of `make test`, one test file at a time (tests/conftest.py orders them),
+# each on one torch thread: the tests' models are tiny, and threads beyond the cores only spin
 TEST_WORKERS ?= 2
 BIN := $(VENV)/bin
 
@@ -17,7 +18,7 @@ setup:
 	$(BIN)/python -m paracl.models --check
 
 test:
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow
