@@ -77,7 +77,7 @@ def tiny_fsmt(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def local_ray():
-    """One local Ray with 2 CPUs for every Ray test of the run (start-up costs ~5 s)."""
+    """One local Ray with 2 CPUs for every Ray test of a worker (start-up costs ~5 s)."""
     ray = pytest.importorskip("ray")
     if not ray.is_initialized():
         # workers import test modules by name (functions defined in tests travel by pickle)
