@@ -133,12 +133,13 @@ def test_finetune_regression_and_classification(tiny_bert, raw):
 
 def test_finetune_and_unsup_sts_on_a_causal_lm_encoder(tiny_llama, raw, tmp_path):
     """A causal LM encoder as train_contrastive saves it (no pad token in its config) is
-    evaluated the same way: its sequence-classification head reads the pair's last token."""
+    evaluated the same way: its task head reads its own (weighted-mean) embedding of the pair."""
     encoder = tmp_path / "encoder"
     save_encoder(build_encoder(tiny_llama, "weighted_mean", None), encoder)
     cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=8, max_length=32, patience=1)
     out = finetune_task(encoder, load_task("stsb", raw, seed=0), cfg, seeds=[1], device=CPU)
     assert out["metric"] == "spearman" and math.isfinite(out["test"]["mean"])
+    assert out["runs"][0]["head"] == "sentence embedding (weightedmean pooling)"
     res = run_job("none", "unsup_sts_en", encoder, {**CFG, "raw_dir": raw}, seed=0, device=CPU)
     assert math.isfinite(res["score"])
 
@@ -182,6 +183,44 @@ def test_a_causal_lm_reads_a_pair_as_gpt_did(tiny_llama, tmp_path):
     assert torch.allclose(batch[1], alone, atol=1e-5)
     cut = causal_pairs(tok, [" ".join(["word"] * 40)], ["short ."], max_length=12)["input_ids"][0]
     assert len(cut) == 12 and cut[-1] == eos and (cut == eos).sum() == 2
+
+
+def test_a_causal_lms_pooled_head_reads_its_sentence_embedding_of_the_pair(tiny_llama, tmp_path):
+    """evaluate.finetune_head pooled: the head is a linear layer on what the saved encoder
+    outputs for `s1 <eos> s2 <eos>` (here its mean over the real tokens), whatever the
+    batch's padding; last_token keeps transformers' head; anything else is refused."""
+    from transformers import AutoTokenizer
+
+    from paracl.errors import InputError
+    from paracl.evaluation.encoder import transformer_dir
+    from paracl.evaluation.finetune import causal_pairs, task_model
+    from paracl.evaluation.tasks import get_task
+
+    encoder = tmp_path / "encoder"
+    save_encoder(build_encoder(tiny_llama, "mean", None), encoder)
+    tok = AutoTokenizer.from_pretrained(transformer_dir(encoder))
+    model, reads = task_model(encoder, tok, get_task("stsb"), "pooled")
+    assert reads == "sentence embedding (mean pooling)" and tok.pad_token_id != tok.eos_token_id
+    s1, s2 = ["a man is playing guitar .", "cat ."], ["a man plays .", "dogs running ."]
+    enc = causal_pairs(tok, s1, s2, max_length=64)
+    model.eval()
+    with torch.no_grad():
+        batch = model(**enc).logits[:, 0]
+        alone = model(**causal_pairs(tok, s1[1:], s2[1:], 64)).logits[0, 0]
+        hidden = model.base_model(**enc).last_hidden_state
+    mask = enc["attention_mask"][1].bool()
+    assert torch.allclose(batch[1], model.score(hidden[1][mask].mean(0))[0], atol=1e-5)
+    assert torch.allclose(batch[1], alone, atol=1e-5)
+    labels = torch.tensor([0.2, 0.9])
+    loss = model(**enc, labels=labels).loss
+    assert torch.isclose(loss, torch.nn.functional.mse_loss(batch, labels), atol=1e-6)
+    sicke = get_task("sicke")
+    classes, _ = task_model(encoder, tok, sicke, "pooled")
+    assert classes.score.out_features == len(sicke.labels)
+    _, reads = task_model(encoder, AutoTokenizer.from_pretrained(encoder), sicke, "last_token")
+    assert reads == "closing <eos>"
+    with pytest.raises(InputError, match="evaluate.finetune_head"):
+        task_model(encoder, tok, sicke, "cls")
 
 
 @pytest.mark.parametrize("task", ["stsb", "sicke"])

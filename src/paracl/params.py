@@ -227,6 +227,9 @@ class Evaluate(Section):
     mini_batch_size: int | None = param(
         min=1, help="fine-tuning: rows per forward, length-sorted; same gradient; null = all"
     )
+    finetune_head: Literal["pooled", "last_token"] = param(
+        "pooled", help="a causal LM's task head: on its sentence embedding, or on the last token"
+    )
     max_eval_pairs: int | None = param(min=1, help="unsup/PI cap; null = all")
     max_seq_length: int = param(min=8, max=4096)
     encode_batch_size: int = param(min=1)

@@ -11,7 +11,7 @@
 - `sample`: the one seeded, stratified evaluation sample (never the first N rows);
 - `encoder`: load an encoder dir; embed each unique sentence once (cache);
 - `unsup_sts`, `paraphrase_id`, `finetune`, `retrieval` (QAbot question retrieval): one
-  evaluator per file;
+  evaluator per file; `finetune_head`: a causal LM's task head on its sentence embedding;
 - `jobs`: what one `evaluate` stage run does for a (run, embedding job) pair;
   `finetune_job`: what one `evaluate_finetune` run does for a (run, task) pair;
   `job_result`: the result frame both write;

@@ -5,8 +5,11 @@ encoder's transformer gets a classification or regression head on [CLS] over the
 concatenated pair (`[CLS] s1 [SEP] s2 [SEP]`) via transformers'
 AutoModelForSequenceClassification. A causal LM has no [CLS] or [SEP], and its tokenizer
 joins a pair with nothing between ("…guitar.A man…"), so it reads the pair as GPT did
-(Radford et al. 2018, §3.3): `s1 <eos> s2 <eos>`, the head on the last <eos>, which has
-attended to both sentences (`causal_pairs`). AdamW with linear warm-up/decay; the dev
+(Radford et al. 2018, §3.3): `s1 <eos> s2 <eos>` (`causal_pairs`). Its head (`head`,
+evaluate.finetune_head) reads the encoder's own sentence embedding of that input
+(`pooled`, paracl.evaluation.finetune_head: where the contrastive loss trained it, as
+the papers' head reads SimCSE's trained pooler) or the closing <eos>, which has attended
+to both sentences (`last_token`, transformers' head for a causal LM). AdamW with linear warm-up/decay; the dev
 score is checked after every epoch, the best epoch's weights are kept and training stops after
 `patience` epochs without a dev gain. Mixed precision follows `precision` (paracl.device;
 fp16 scales the loss so that small gradients do not underflow). Each seed is a separate run from the same encoder;
@@ -42,12 +45,15 @@ from paracl.device import (
     seed_everything,
 )
 from paracl.errors import InputError
-from paracl.evaluation.encoder import transformer_dir
+from paracl.evaluation.encoder import load_encoder, transformer_dir
+from paracl.evaluation.finetune_head import PooledHead
 from paracl.evaluation.metrics import METRICS, summarize_seeds
 from paracl.evaluation.tasks import TaskData
 from paracl.freeze import freeze
 
 log = logging.getLogger(__name__)
+
+HEADS = ("pooled", "last_token")  # evaluate.finetune_head
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,7 @@ class FinetuneConfig:
     length_grouping: bool = False  # batches of similar length (paracl.batching); False:
     # random batches, as the papers' code
     mini_batch_size: int | None = None  # rows per forward/backward (`chunks`); None: the batch
+    head: str = "pooled"  # a causal LM's head: pooled | last_token (`task_model`)
 
 
 def _targets(df: pd.DataFrame, data: TaskData, split: str) -> torch.Tensor:
@@ -199,7 +206,9 @@ def trainable(model, train_layers: int | None) -> str:
     """Freeze all but the top `train_layers` layers (paracl.freeze), then let the task
     head (every parameter outside the base model, and a BERT pooler) train: it is new.
     Returns what trains ("all" or "4 of 30") for the result."""
-    what = freeze(model, train_layers, freeze_embeddings=False, param="evaluate.train_layers")
+    what = freeze(
+        model.base_model, train_layers, freeze_embeddings=False, param="evaluate.train_layers"
+    )
     inside = {id(p) for p in model.base_model.parameters()}
     for p in model.parameters():
         if id(p) not in inside:
@@ -210,6 +219,31 @@ def trainable(model, train_layers: int | None) -> str:
     return what
 
 
+def task_model(encoder_dir: str | Path, tokenizer, task, head: str) -> tuple:
+    """The encoder with a new task head, and what the head reads. An encoder with [CLS]:
+    transformers' head on it, as the papers. A causal LM: `pooled` = its sentence
+    embedding (PooledHead), `last_token` = transformers' head on the closing <eos>."""
+    if head not in HEADS:
+        raise InputError(f"evaluate.finetune_head: {head!r} is not one of {', '.join(HEADS)}")
+    regression = task.kind == "regression"
+    num_labels = 1 if regression else len(task.labels)
+    causal = tokenizer.sep_token is None
+    if causal and head == "pooled":
+        encoder = load_encoder(encoder_dir, torch.device("cpu"))
+        model = PooledHead(encoder, num_labels, regression)
+        reads = f"sentence embedding ({encoder[1].pooling_mode} pooling)"
+    else:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            transformer_dir(encoder_dir),
+            num_labels=num_labels,
+            problem_type="regression" if regression else "single_label_classification",
+        )
+        reads = "closing <eos>" if causal else "[CLS] (transformers)"
+    if causal:
+        causal_pad(tokenizer, model.base_model)
+    return model, reads
+
+
 def finetune_once(
     encoder_dir: str | Path, data: TaskData, cfg: FinetuneConfig, seed: int, device
 ) -> dict:
@@ -217,15 +251,9 @@ def finetune_once(
     seed_everything(seed)
     task = data.task
     regression = task.kind == "regression"
-    tdir = transformer_dir(encoder_dir)
-    tokenizer = AutoTokenizer.from_pretrained(tdir)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        tdir,
-        num_labels=1 if regression else len(task.labels),
-        problem_type="regression" if regression else "single_label_classification",
-    ).to(device)
-    if tokenizer.sep_token is None:  # a causal LM: its head reads the closing <eos>
-        causal_pad(tokenizer, model)
+    tokenizer = AutoTokenizer.from_pretrained(transformer_dir(encoder_dir))
+    model, head = task_model(encoder_dir, tokenizer, task, cfg.head)
+    model.to(device)
     trained = trainable(model, cfg.train_layers)
     y_train = _targets(data.train, data, "train")
     metrics = report_metrics(data)
@@ -282,6 +310,7 @@ def finetune_once(
         "best_epoch": best_epoch,
         "epochs_run": len(losses),
         "trained_layers": trained,
+        "head": head,
         "train_loss": losses,
     }
 

@@ -84,6 +84,7 @@ def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[
         train_layers=cfg.get("train_layers"),
         length_grouping=cfg.get("length_grouping", FinetuneConfig.length_grouping),
         mini_batch_size=cfg.get("mini_batch_size", FinetuneConfig.mini_batch_size),
+        head=cfg.get("finetune_head", FinetuneConfig.head),
     )
     out = finetune_task(encoder_dir, data, ft, seeds, device)
     paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size, "source": t.hp_source}

@@ -1,0 +1,55 @@
+"""A task head on the encoder's own sentence embedding, for fine-tuning a causal LM.
+
+Why: the papers fine-tune BERT with transformers' head on [CLS] through the pooler, and
+SimCSE converts every checkpoint so that its pooler *is* the MLP its contrastive loss
+trained (`simcse_to_huggingface.py`): the fine-tuned head reads the representation the
+method shaped. A causal LM has no [CLS]; transformers' head reads the last token, which
+a mean-pooled contrastive loss never trained. `PooledHead` reads what the encoder's own
+sentence-transformers stack outputs for the pair (its Pooling: mean, weighted mean, last
+token, …), so the head sits where the method's training signal went, as in the papers.
+
+The head is transformers' causal-LM head otherwise: one linear layer without bias,
+initialised N(0, initializer_range), MSE for regression, cross-entropy for classes.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.nn import functional as F
+from transformers.modeling_outputs import SequenceClassifierOutput
+
+
+class PooledHead(torch.nn.Module):
+    """`encoder` (a SentenceTransformer) → its sentence embedding → a linear task head.
+
+    Called as transformers' sequence classifiers are (`model(input_ids=…,
+    attention_mask=…, labels=…)` → `.loss`, `.logits`), so the fine-tuning loop is the
+    same for both heads. `base_model` is the transformer, as in transformers' models (what
+    `paracl.freeze` and `trainable` look under).
+    """
+
+    def __init__(self, encoder, num_labels: int, regression: bool):
+        super().__init__()
+        self.encoder = encoder
+        self.regression = regression
+        config = self.base_model.config
+        self.score = torch.nn.Linear(encoder.get_embedding_dimension(), num_labels, bias=False)
+        torch.nn.init.normal_(self.score.weight, 0.0, getattr(config, "initializer_range", 0.02))
+
+    @property
+    def base_model(self) -> torch.nn.Module:
+        return self.encoder[0].auto_model
+
+    @property
+    def config(self):
+        return self.base_model.config
+
+    def forward(self, input_ids, attention_mask, labels=None) -> SequenceClassifierOutput:
+        features = {"input_ids": input_ids, "attention_mask": attention_mask}
+        logits = self.score(self.encoder(features)["sentence_embedding"])
+        loss = None
+        if labels is not None and self.regression:
+            loss = F.mse_loss(logits.squeeze(-1).float(), labels.float())
+        elif labels is not None:
+            loss = F.cross_entropy(logits.float(), labels)
+        return SequenceClassifierOutput(loss=loss, logits=logits)
