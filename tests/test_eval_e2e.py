@@ -140,6 +140,9 @@ def test_finetune_and_unsup_sts_on_a_causal_lm_encoder(tiny_llama, raw, tmp_path
     out = finetune_task(encoder, load_task("stsb", raw, seed=0), cfg, seeds=[1], device=CPU)
     assert out["metric"] == "spearman" and math.isfinite(out["test"]["mean"])
     assert out["runs"][0]["head"] == "sentence embedding (weightedmean pooling)"
+    cfg = {**CFG, "raw_dir": raw, "seeds": [1], "epochs": 1, "finetune_head": "last_token"}
+    old = run_finetune_job("none", "stsb", encoder, cfg, seed=0, device=CPU)
+    assert old["config"]["head"] == "last_token" and old["runs"][0]["head"] == "closing <eos>"
     res = run_job("none", "unsup_sts_en", encoder, {**CFG, "raw_dir": raw}, seed=0, device=CPU)
     assert math.isfinite(res["score"])
 
