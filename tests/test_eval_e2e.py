@@ -133,16 +133,18 @@ def test_finetune_regression_and_classification(tiny_bert, raw):
 
 def test_finetune_and_unsup_sts_on_a_causal_lm_encoder(tiny_llama, raw, tmp_path):
     """A causal LM encoder as train_contrastive saves it (no pad token in its config) is
-    evaluated the same way: its task head reads its own (weighted-mean) embedding of the pair."""
+    evaluated the same way: its task head reads the pair's closing <eos> by default, its
+    own (weighted-mean) embedding of the pair with evaluate.finetune_head pooled."""
     encoder = tmp_path / "encoder"
     save_encoder(build_encoder(tiny_llama, "weighted_mean", None), encoder)
     cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=8, max_length=32, patience=1)
     out = finetune_task(encoder, load_task("stsb", raw, seed=0), cfg, seeds=[1], device=CPU)
     assert out["metric"] == "spearman" and math.isfinite(out["test"]["mean"])
-    assert out["runs"][0]["head"] == "sentence embedding (weightedmean pooling)"
-    cfg = {**CFG, "raw_dir": raw, "seeds": [1], "epochs": 1, "finetune_head": "last_token"}
-    old = run_finetune_job("none", "stsb", encoder, cfg, seed=0, device=CPU)
-    assert old["config"]["head"] == "last_token" and old["runs"][0]["head"] == "closing <eos>"
+    assert out["runs"][0]["head"] == "closing <eos>" and out["config"]["head"] == "last_token"
+    cfg = {**CFG, "raw_dir": raw, "seeds": [1], "epochs": 1, "finetune_head": "pooled"}
+    pooled = run_finetune_job("none", "stsb", encoder, cfg, seed=0, device=CPU)
+    assert pooled["config"]["head"] == "pooled"
+    assert pooled["runs"][0]["head"] == "sentence embedding (weightedmean pooling)"
     res = run_job("none", "unsup_sts_en", encoder, {**CFG, "raw_dir": raw}, seed=0, device=CPU)
     assert math.isfinite(res["score"])
 

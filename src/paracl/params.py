@@ -228,7 +228,8 @@ class Evaluate(Section):
         min=1, help="fine-tuning: rows per forward, length-sorted; same gradient; null = all"
     )
     finetune_head: Literal["pooled", "last_token"] = param(
-        "pooled", help="a causal LM's task head: on its sentence embedding, or on the last token"
+        "last_token",
+        help="a causal LM's task head: on the last token, or on its sentence embedding",
     )
     max_eval_pairs: int | None = param(min=1, help="unsup/PI cap; null = all")
     max_seq_length: int = param(min=8, max=4096)

@@ -6,10 +6,10 @@ concatenated pair (`[CLS] s1 [SEP] s2 [SEP]`) via transformers'
 AutoModelForSequenceClassification. A causal LM has no [CLS] or [SEP], and its tokenizer
 joins a pair with nothing between ("…guitar.A man…"), so it reads the pair as GPT did
 (Radford et al. 2018, §3.3): `s1 <eos> s2 <eos>` (`causal_pairs`). Its head (`head`,
-evaluate.finetune_head) reads the encoder's own sentence embedding of that input
-(`pooled`, paracl.evaluation.finetune_head: where the contrastive loss trained it, as
-the papers' head reads SimCSE's trained pooler) or the closing <eos>, which has attended
-to both sentences (`last_token`, transformers' head for a causal LM). AdamW with linear warm-up/decay; the dev
+evaluate.finetune_head) reads the closing <eos>, the one position that has attended to
+both sentences (`last_token`, transformers' head for a causal LM, the default), or the
+encoder's own sentence embedding of the pair (`pooled`, paracl.evaluation.finetune_head:
+measured far worse on contrastively trained encoders, docs/models.md). AdamW with linear warm-up/decay; the dev
 score is checked after every epoch, the best epoch's weights are kept and training stops after
 `patience` epochs without a dev gain. Mixed precision follows `precision` (paracl.device;
 fp16 scales the loss so that small gradients do not underflow). Each seed is a separate run from the same encoder;
@@ -53,7 +53,7 @@ from paracl.freeze import freeze
 
 log = logging.getLogger(__name__)
 
-HEADS = ("pooled", "last_token")  # evaluate.finetune_head
+HEADS = ("last_token", "pooled")  # evaluate.finetune_head
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class FinetuneConfig:
     length_grouping: bool = False  # batches of similar length (paracl.batching); False:
     # random batches, as the papers' code
     mini_batch_size: int | None = None  # rows per forward/backward (`chunks`); None: the batch
-    head: str = "pooled"  # a causal LM's head: pooled | last_token (`task_model`)
+    head: str = "last_token"  # a causal LM's head: last_token | pooled (`task_model`)
 
 
 def _targets(df: pd.DataFrame, data: TaskData, split: str) -> torch.Tensor:
@@ -221,8 +221,8 @@ def trainable(model, train_layers: int | None) -> str:
 
 def task_model(encoder_dir: str | Path, tokenizer, task, head: str) -> tuple:
     """The encoder with a new task head, and what the head reads. An encoder with [CLS]:
-    transformers' head on it, as the papers. A causal LM: `pooled` = its sentence
-    embedding (PooledHead), `last_token` = transformers' head on the closing <eos>."""
+    transformers' head on it, as the papers. A causal LM: `last_token` = transformers'
+    head on the closing <eos>, `pooled` = on its sentence embedding (PooledHead)."""
     if head not in HEADS:
         raise InputError(f"evaluate.finetune_head: {head!r} is not one of {', '.join(HEADS)}")
     regression = task.kind == "regression"

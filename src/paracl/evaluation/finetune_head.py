@@ -1,12 +1,13 @@
-"""A task head on the encoder's own sentence embedding, for fine-tuning a causal LM.
+"""A task head on the encoder's own sentence embedding: the alternative head for a causal LM.
 
-Why: the papers fine-tune BERT with transformers' head on [CLS] through the pooler, and
-SimCSE converts every checkpoint so that its pooler *is* the MLP its contrastive loss
-trained (`simcse_to_huggingface.py`): the fine-tuned head reads the representation the
-method shaped. A causal LM has no [CLS]; transformers' head reads the last token, which
-a mean-pooled contrastive loss never trained. `PooledHead` reads what the encoder's own
-sentence-transformers stack outputs for the pair (its Pooling: mean, weighted mean, last
-token, …), so the head sits where the method's training signal went, as in the papers.
+Why it exists: the papers fine-tune BERT with transformers' head on [CLS] through the
+pooler, and SimCSE converts every checkpoint so that its pooler *is* the MLP its
+contrastive loss trained (`simcse_to_huggingface.py`). A causal LM has no [CLS];
+transformers' head reads the last token, which a mean-pooled contrastive loss never
+trained. `PooledHead` reads what the encoder's own sentence-transformers stack outputs for
+the pair (its Pooling: mean, weighted mean, last token, …) instead. Measured on effect-en
+(docs/models.md), it is far worse on contrastively trained encoders, so it is not the
+default (evaluate.finetune_head: last_token); it stays selectable to reproduce that.
 
 The head is transformers' causal-LM head otherwise: one linear layer without bias,
 initialised N(0, initializer_range), MSE for regression, cross-entropy for classes.
