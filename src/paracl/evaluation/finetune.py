@@ -9,12 +9,14 @@ joins a pair with nothing between ("…guitar.A man…"), so it reads the pair a
 evaluate.finetune_head) reads the closing <eos>, the one position that has attended to
 both sentences (`last_token`, transformers' head for a causal LM, the default), or the
 encoder's own sentence embedding of the pair (`pooled`, paracl.evaluation.finetune_head:
-measured far worse on contrastively trained encoders, docs/models.md). AdamW with linear warm-up/decay; the dev
-score is checked after every epoch, the best epoch's weights are kept and training stops after
-`patience` epochs without a dev gain. Mixed precision follows `precision` (paracl.device;
-fp16 scales the loss so that small gradients do not underflow). Each seed is a separate run from the same encoder;
-the result reports each seed's scores, their mean / std / median, and (as the
-round-trip paper does) the test score of the seed whose dev score is the median.
+measured far worse on contrastively trained encoders, docs/models.md).
+
+AdamW with linear warm-up/decay; the dev score is checked after every epoch, the best
+epoch's weights are kept and training stops after `patience` epochs without a dev gain.
+Mixed precision follows `precision` (paracl.device; fp16 scales the loss so that small
+gradients do not underflow). Each seed is a separate run from the same encoder; the result
+reports each seed's scores, their mean / std / median, and (as the round-trip paper does)
+the test score of the seed whose dev score is the median.
 """
 
 from __future__ import annotations

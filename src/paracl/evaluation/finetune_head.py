@@ -33,17 +33,13 @@ class PooledHead(torch.nn.Module):
         super().__init__()
         self.encoder = encoder
         self.regression = regression
-        config = self.base_model.config
         self.score = torch.nn.Linear(encoder.get_embedding_dimension(), num_labels, bias=False)
-        torch.nn.init.normal_(self.score.weight, 0.0, getattr(config, "initializer_range", 0.02))
+        std = getattr(self.base_model.config, "initializer_range", 0.02)
+        torch.nn.init.normal_(self.score.weight, 0.0, std)
 
     @property
     def base_model(self) -> torch.nn.Module:
         return self.encoder[0].auto_model
-
-    @property
-    def config(self):
-        return self.base_model.config
 
     def forward(self, input_ids, attention_mask, labels=None) -> SequenceClassifierOutput:
         features = {"input_ids": input_ids, "attention_mask": attention_mask}
