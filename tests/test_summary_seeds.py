@@ -85,7 +85,13 @@ def test_no_spread_and_a_missing_seed():
     summary = build_summary(results, ["stsb"], "all", GROUPS)
     row = summary["methods"]["ppdb"]
     assert row["avg"] is None and row["tasks"]["stsb"]["score"] is None
-    assert "n/a" in to_markdown(summary)
+    md = to_markdown(summary)
+    assert "n/a" in md and "- ppdb / stsb: 1 of 2 seeds scored; not yet: ppdb_s2" in md
+    # a seed skipped for a reason keeps that reason
+    results["ppdb_s2"]["stsb"] = {**_result(0.0), "score": None, "skipped": "no test labels"}
+    results["ppdb_s3"] = {"stsb": _result(52.0)}
+    md = to_markdown(build_summary(results, ["stsb"], "all", GROUPS))
+    assert "- ppdb / stsb: no test labels" in md and "seeds scored" not in md
 
 
 def test_unsupervised_sts_sets_get_a_breakdown_table():

@@ -75,6 +75,7 @@ CLAIMS = (
      "simcse_wiki_domain", "simcse_wiki", "unsup"),
 )  # fmt: skip
 NOT_RUN = "not run for this method (evaluate.finetune_methods)"
+NO_FILE = "not run (no metrics file)"
 
 
 def measure_of(task: str) -> str:
@@ -125,7 +126,7 @@ def _entry_row(per_task: dict, tasks: list[str], use: list[str]) -> dict:
     for t in tasks:
         r = per_task.get(t)
         if r is None:
-            cells[t] = {"score": None, "note": "not run (no metrics file)"}
+            cells[t] = {"score": None, "note": NO_FILE}
             continue
         if r.get("not_run"):
             cells[t] = {"score": None, "note": r["skipped"], "not_run": True}
@@ -171,6 +172,10 @@ def _seed_row(entries: dict[str, dict], tasks: list[str]) -> dict:
             missing = next(c for c in per_seed if c["score"] is None)
             cells[t] = {k: v for k, v in missing.items() if k in ("score", "note", "not_run")}
             cells[t].setdefault("note", "not run")
+            absent = [n for n, c in zip(entries, per_seed, strict=True) if c.get("note") == NO_FILE]
+            if absent and any(s is not None for s in scores):  # a preset part-way through
+                cells[t]["note"] = (f"{len(scores) - len(absent)} of {len(scores)} seeds "
+                                    f"scored; not yet: {', '.join(absent)}")  # fmt: skip
             continue
         cells[t] = {
             "score": float(np.mean(scores)),
