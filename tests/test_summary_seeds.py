@@ -205,6 +205,16 @@ def test_a_claim_on_another_kind_of_task_is_not_tested_on_cosine_sts():
     assert "Not tested here: PPDB Table 3" in text and "| Claim |" not in text  # no empty table
 
 
+def test_a_claim_waiting_for_seeds_says_which_method():
+    """A preset measured across sessions: a claim whose method has seeds still unscored
+    names it, rather than saying the column is missing."""
+    scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": None, "ppdb_s3": 42.0,
+              "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0}  # fmt: skip
+    results = {m: {"stsb": _finetuned(s) if s else None} for m, s in scores.items()}
+    [claim] = build_summary(results, ["stsb"], "all", GROUPS)["claims"]
+    assert claim["untested"] == "not every seed scored yet: ppdb"
+
+
 def test_a_fine_tuned_column_for_some_methods_gets_its_own_average_and_test():
     """evaluate.finetune_tasks run for some methods only: their rows get a fine-tuned
     average with Δ and p against none, the other rows a dash there, and every row keeps

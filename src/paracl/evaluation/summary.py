@@ -266,11 +266,18 @@ def claims(rows: dict[str, dict]) -> list[dict]:
         a, b = (rows[m].get("measures", {}).get(on) for m in (method, other))
         result = compare(a["runs"], b["runs"]) if a and b else None
         if result is None:
-            why = f"no {MEASURES[on].lower().removesuffix(' avg')} column for both methods"
-            out.append({**head, "untested": why})
+            out.append({**head, "untested": _untested(on, {method: a, other: b})})
         else:
             out.append({**head, **result})
     return out
+
+
+def _untested(on: str, values: dict[str, dict | None]) -> str:
+    """Why a claim has no test: a method without the measure's column, or seeds unscored."""
+    if not all(values.values()):
+        return f"no {MEASURES[on].lower().removesuffix(' avg')} column for both methods"
+    waiting = [m for m, v in values.items() if any(x is None for x in v["runs"].values())]
+    return f"not every seed scored yet: {', '.join(waiting)}"
 
 
 def build_summary(
