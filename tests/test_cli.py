@@ -102,6 +102,23 @@ def test_theta_curve_from_exp_show_json(capsys, tmp_path):
     assert "theta=0.3" in capsys.readouterr().out
 
 
+def test_theta_curve_leaves_out_a_baseline_measured_under_other_params(tmp_path):
+    """A sweep on top of an uncommitted preset: the commit's own summary (the default
+    pipeline's, with a ppdb row) is no θ = 0.3 point; a baseline with the sweep's params is."""
+    from paracl.evaluation.theta_curve import points
+
+    def sweep(base_model_of_commit):
+        exp = _record("e1", "exp-a", 0.1, 40.0)
+        exp["data"]["params"]["params.yaml"]["data"]["base_model"] = "SmolLM2"
+        base = _record("c0", "main", 0.3, 73.9, experiments=[
+            {"revs": [exp], "executor": None, "name": "exp-a"}])  # fmt: skip
+        base["data"]["params"]["params.yaml"]["data"]["base_model"] = base_model_of_commit
+        return [base]
+
+    assert [p["name"] for p in points(sweep("all-MiniLM-L6-v2"))] == ["exp-a"]
+    assert sorted(p["name"] for p in points(sweep("SmolLM2"))) == ["exp-a", "main"]
+
+
 def test_theta_curve_of_an_effect_preset_uses_avg_with_the_seed_spread(capsys, tmp_path):
     """The effect presets run no fine-tuned task (dev_avg null) and 3 seeds per method."""
     import csv

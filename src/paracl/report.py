@@ -190,12 +190,11 @@ def render_theta(results: Path, name: str) -> str:
     data = [read_json(p) for p in _data_files(results / name)]
     rows = tc.curve(tc.points(data, "ppdb", "avg"))
     effects: dict[float, list] = {}
-    for rec in tc._records(data):  # one walker over exp-show's nesting: theta_curve's own
-        params = ((rec["data"].get("params") or {}).get("params.yaml") or {}).get("data") or {}
-        metrics = (rec["data"].get("metrics") or {}).get(tc.SUMMARY) or {}
-        ppdb = ((metrics.get("data") or {}).get("methods") or {}).get("ppdb") or {}
-        if rec["rev"] != "workspace" and ppdb.get("vs_none") and "theta" in params:
-            effects.setdefault(float(params["theta"]), []).append(ppdb["vs_none"])
+    for rec in tc.sweep_records(data):  # the records theta_curve's points come from
+        theta = tc.params_of(rec).get("theta")
+        ppdb = (tc.summary_of(rec).get("methods") or {}).get("ppdb") or {}
+        if ppdb.get("vs_none") and theta is not None:
+            effects.setdefault(float(theta), []).append(ppdb["vs_none"])
     lines = ["| θ | ppdb, STS avg (mean ± sd over seeds) | Δ vs none | p (seeds) | experiments |",
              "|---|---|---|---|---|"]  # fmt: skip
     for r in rows:

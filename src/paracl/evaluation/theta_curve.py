@@ -42,37 +42,76 @@ def _records(node: Any) -> Iterator[dict]:
             yield from _records(value)
 
 
+def params_of(rec: dict) -> dict:
+    """The record's params.yaml ({} where it has none)."""
+    return ((rec["data"].get("params") or {}).get("params.yaml") or {}).get("data") or {}
+
+
+def _rev(rec: dict) -> str:
+    return rec["data"].get("rev") or rec["rev"]
+
+
+def _stale_baselines(exp_show: list | dict) -> set[str]:
+    """Committed baselines whose params.yaml differs from their experiments' in more than θ.
+
+    `dvc exp show` gives a baseline the metrics committed with it. A sweep run on top of a
+    preset (`paracl preset effect-en-theta`, not committed) sits on a commit whose metrics
+    came from other params (the default pipeline's summary also has a `ppdb` row): that
+    baseline is no point of the sweep, whatever θ its params.yaml holds.
+    """
+
+    def beside_theta(rec: dict) -> dict:
+        return {k: v for k, v in params_of(rec).items() if k != "theta"}
+
+    stale = set()
+    for rec in _records(exp_show):
+        own = beside_theta(rec)
+        if any(beside_theta(e) != own for e in _records(rec.get("experiments") or [])):
+            stale.add(_rev(rec))
+    return stale
+
+
+def sweep_records(exp_show: list | dict, include_workspace: bool = False) -> Iterator[dict]:
+    """The experiment records that are points of the sweep, each rev once.
+
+    The workspace is left out by default: after `dvc exp run` it is a copy of the last
+    experiment, which would then count twice. So is a stale baseline (_stale_baselines).
+    """
+    skip, seen = _stale_baselines(exp_show), set()
+    for rec in _records(exp_show):
+        rev = _rev(rec)
+        if rev in seen or rev in skip or (rev == "workspace" and not include_workspace):
+            continue
+        seen.add(rev)
+        yield rec
+
+
+def summary_of(rec: dict) -> dict:
+    """The record's metrics/summary.json ({} where it has none)."""
+    return ((rec["data"].get("metrics") or {}).get(SUMMARY) or {}).get("data") or {}
+
+
 def points(
     exp_show: list | dict,
     method: str = "ppdb",
     metric: str = "dev_avg",
     include_workspace: bool = False,
 ) -> list[dict[str, Any]]:
-    """(rev, name, theta, value, std) for each experiment that has both θ and the metric;
-    std is the seeds' sd of the metric, or None with one seed.
-
-    The workspace is left out by default: after `dvc exp run` it is a copy of the last
-    experiment, which would then count twice.
-    """
-    out, seen = [], set()
-    for rec in _records(exp_show):
-        data = rec["data"]
-        rev = data.get("rev") or rec["rev"]
-        if rev == "workspace" and not include_workspace:
-            continue
-        params = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
-        summary = ((data.get("metrics") or {}).get(SUMMARY) or {}).get("data") or {}
-        theta = params.get("theta")
-        entry = (summary.get("methods") or {}).get(method) or {}
+    """(rev, name, theta, value, std) for each experiment of the sweep that has both θ and
+    the metric; std is the seeds' sd of the metric, or None with one seed."""
+    out = []
+    for rec in sweep_records(exp_show, include_workspace):
+        theta = params_of(rec).get("theta")
+        entry = (summary_of(rec).get("methods") or {}).get(method) or {}
         value, std = entry.get(metric), entry.get(f"{metric}_std")
-        if theta is None or value is None or rev in seen:
+        if theta is None or value is None:
             continue
-        seen.add(rev)
-        name = rec.get("name") or data.get("name") or rev
+        name = rec.get("name") or rec["data"].get("name") or _rev(rec)
         std = None if std is None else float(std)
         out.append(
-            {"rev": rev, "name": name, "theta": float(theta), "value": float(value), "std": std}
-        )
+            {"rev": _rev(rec), "name": name, "theta": float(theta), "value": float(value),
+             "std": std}
+        )  # fmt: skip
     return out
 
 
