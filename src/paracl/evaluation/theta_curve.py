@@ -101,17 +101,16 @@ def points(
     the metric; std is the seeds' sd of the metric, or None with one seed."""
     out = []
     for rec in sweep_records(exp_show, include_workspace):
-        theta = params_of(rec).get("theta")
+        rev, theta = _rev(rec), params_of(rec).get("theta")
         entry = (summary_of(rec).get("methods") or {}).get(method) or {}
         value, std = entry.get(metric), entry.get(f"{metric}_std")
         if theta is None or value is None:
             continue
-        name = rec.get("name") or rec["data"].get("name") or _rev(rec)
+        name = rec.get("name") or rec["data"].get("name") or rev
         std = None if std is None else float(std)
         out.append(
-            {"rev": _rev(rec), "name": name, "theta": float(theta), "value": float(value),
-             "std": std}
-        )  # fmt: skip
+            {"rev": rev, "name": name, "theta": float(theta), "value": float(value), "std": std}
+        )
     return out
 
 
