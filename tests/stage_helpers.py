@@ -4,6 +4,7 @@ as dvc expands them."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import itertools
 import re
@@ -89,6 +90,14 @@ def run_stage(stage: str, params: dict) -> None:
     """dvc.yaml stage `stage` in this process (cwd: the project), its paths from dvc.yaml."""
     script, *args = stage_argv(stage, params)
     run_main(Path(script).stem, params, *args)
+
+
+def rank_titled_corpus(root: Path, params: dict) -> None:
+    """Stage ebsim_retrieve@sentences on root's data/corpus/sentences.parquet: the ranking
+    (data/ebsim/sentences.parquet) that PAPER_METHODS' ebsim entries train on."""
+    params["ebsim_retrieve"]["corpora"] = {"sentences": "data/corpus/sentences.parquet"}
+    with contextlib.chdir(root):
+        run_stage("ebsim_retrieve@sentences", params)
 
 
 def crash_then_resume(
@@ -212,8 +221,8 @@ PAPER_METHODS: dict[str, dict] = {
         "hard_negative_weight": 1.0,
     },
     "ams": {"loss": "ams", "input": "data/ppdb/pairs.parquet", "mega_batch": 20, "mine_k": 1},
-    "ebsim": {"loss": "ebsim", "input": "data/corpus/sentences.parquet"},
-    "ebsim_no_aa": {"loss": "ebsim", "input": "data/corpus/sentences.parquet", "aspects": ["ra"]},
+    "ebsim": {"loss": "ebsim", "input": "data/ebsim/sentences.parquet"},
+    "ebsim_no_aa": {"loss": "ebsim", "input": "data/ebsim/sentences.parquet", "aspects": ["ra"]},
 }
 
 

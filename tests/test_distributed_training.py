@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import torch
 import torch.multiprocessing as mp
-from stage_helpers import methods, run_stage, stage_argv
+from stage_helpers import methods, rank_titled_corpus, run_stage, stage_argv
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = "man woman cat dog plays runs guitar field kitchen city river sea sun onion".split()
@@ -67,6 +67,7 @@ def _workdir(root: Path, model: Path) -> dict:
     cfg.update(patience=1, processes=1, dev_max_pairs=None)
     cfg["methods"] = methods("ppdb", "jcse", "ams", "ebsim")
     cfg["methods"]["ams"].update(mega_batch=2, mine_k=1)
+    rank_titled_corpus(root, params)
     return params
 
 

@@ -234,3 +234,20 @@ def test_load_params_names_the_file(tmp_path):
     path.write_bytes(b"seed: \xff\n")
     with pytest.raises(ParamsError, match=r"params.yaml: not UTF-8 text \(byte 6\)"):
         load_params(path)
+
+
+def test_an_ebsim_input_is_a_ranking_that_ebsim_retrieve_writes():
+    """An ebsim method's input must be data/ebsim/<corpus>.parquet of a corpus named in
+    ebsim_retrieve.corpora: else no stage writes it and DVC would fail later, less clearly."""
+    from paracl.params import check_train_contrastive, with_runs
+
+    entry = {"loss": "ebsim", "input": "data/ebsim/sentences.parquet"}
+    values = with_runs(validate(with_methods({"ebsim": entry})))
+    with pytest.raises(ParamsError, match=r"'train_contrastive.methods.ebsim.input': .*is no "
+                       r"ranking .*\(it writes: none: ebsim_retrieve.corpora is empty\)"):  # fmt: skip
+        check_train_contrastive(values)
+    values["ebsim_retrieve"]["corpora"] = {"sentences": "data/corpus/sentences.parquet"}
+    check_train_contrastive(values)
+    values["train_contrastive"]["methods"]["ebsim"]["input"] = "data/corpus/sentences.parquet"
+    with pytest.raises(ParamsError, match=r"it writes: data/ebsim/sentences.parquet\)"):
+        check_train_contrastive(values)

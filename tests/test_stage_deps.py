@@ -36,6 +36,8 @@ def expand_stages() -> dict[str, dict]:
     domain = {"source": "data/raw/jcse/corpora/clinic_corpus.txt", "format": "text"}
     params["prepare_domain"]["corpora"] = params["prepare_domain"]["corpora"] or {"dom": domain}
     params["corrupt"]["unadapted"] = params["corrupt"]["unadapted"] or ["unadapted"]
+    titled = {"sentences": "data/corpus/sentences.parquet"}
+    params["ebsim_retrieve"]["corpora"] = params["ebsim_retrieve"]["corpora"] or titled
     return expand_dvc_stages(pipeline, params)
 
 

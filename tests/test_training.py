@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from stage_helpers import methods, run_stage
+from stage_helpers import methods, rank_titled_corpus, run_stage
 
 from paracl.errors import InputError
 from paracl.freeze import freeze
-from paracl.io import ArtifactError, write_parquet
-from paracl.params import load_params
+from paracl.io import ArtifactError, read_parquet, write_parquet
+from paracl.params import ParamsError, load_params
 from paracl.schemas import CORPUS
 from paracl.training.data import load_examples
 from paracl.training.encoder import build_encoder, embed, save_encoder
@@ -234,6 +234,7 @@ def _workdir(root: Path, base: Path) -> tuple[Path, dict]:
         roundtrip="data/roundtrip/pairs.parquet",
     )
     params["device"] = "cpu"
+    rank_titled_corpus(root, params)
     return root, params
 
 
@@ -325,21 +326,22 @@ def test_stage_missing_input_names_artifact(workdir, monkeypatch):
 
 
 def test_ebsim_masks_title_words_up_to_half(st_tiny):
-    from paracl.training.losses.ebsim_triplet import mask_similar_words
+    from paracl.training.losses.ebsim_triplet import masked_words
 
     model = st_tiny()
     title = ["guitar", "field", "kitchen"]
     words = ["guitar", "field", "kitchen", "man", "plays"]
-    masked = mask_similar_words(model, title, words, eta=0.999, max_mask=0.5)
+    masked = masked_words(model, title, words, eta=0.999, max_mask=0.5)
     # identical words have similarity 1 >= eta; the cap keeps int(0.5 * 5) = 2 masked
-    assert masked is not None and masked.count("[MASK]") == 2
+    assert masked is not None and masked.count(None) == 2
     assert masked[3:] == ["man", "plays"]
-    assert mask_similar_words(model, ["zzz"], ["man", "plays"], eta=0.999, max_mask=0.5) is None
+    assert masked_words(model, ["zzz"], ["man", "plays"], eta=0.999, max_mask=0.5) is None
 
 
 def test_ebsim_triples_pick_each_documents_sentence_nearest_its_title(st_tiny):
-    """The batched encode gives the triples a per-document encode would (Eq. 2's relevant_1)."""
-    from paracl.training.losses.ebsim_triplet import build_triples
+    """The batched encode gives the ranking a per-document encode would (Eq. 2's
+    relevant_1); a run draws relevant_x with its seed and writes its mask token."""
+    from paracl.training.losses.ebsim_triplet import rank_documents, triples
 
     model = st_tiny()
     docs = {1: ("guitar", ["a man plays a guitar", "the field is green", "soup in a kitchen"]),
@@ -349,57 +351,73 @@ def test_ebsim_triples_pick_each_documents_sentence_nearest_its_title(st_tiny):
         [(d, t, s) for d, (t, texts) in docs.items() for s in texts],
         columns=["doc_id", "title", "text"],
     )
-    triples = build_triples(corpus, model, eta=0.999, max_mask=0.5, seed=0)
-    tokens = triples[triples["kind"] == "token"]
-    assert tokens["anchor"].tolist() == ["guitar", "kitchen"]  # doc 3 has one sentence
+    ranking = rank_documents(corpus, model, eta=0.999, max_mask=0.5)
+    assert ranking["title"].tolist() == ["guitar", "kitchen"]  # doc 3 has one sentence
+    drawn = triples(ranking, seed=0, mask="<M>")
+    tokens = drawn[drawn["kind"] == "token"]
     for title, texts in (docs[1], docs[2]):
         emb = model.encode([title] + texts, normalize_embeddings=True)
         nearest = texts[int(np.argmax(emb[1:] @ emb[0]))]
         row = tokens[tokens["anchor"] == title].iloc[0]
         assert row["positive"] == nearest
         assert row["negative"] in texts and row["negative"] != nearest
+    structure = drawn[drawn["kind"] == "structure"]  # "kitchen" is a word of its relevant_1
+    assert len(structure) >= 1 and structure["negative"].str.contains("<M>").all()
+    negatives = {s: set(triples(ranking, seed=s, mask="<M>")["negative"]) for s in range(8)}
+    assert len({frozenset(n) for n in negatives.values()}) > 1  # the seed draws relevant_x
+    pd.testing.assert_frame_equal(triples(ranking, seed=0, mask="<M>"), drawn)
+    assert len(triples(ranking, seed=0, mask="<M>", max_docs=1)["anchor"].unique()) == 1
     with pytest.raises(InputError, match="titled"):
-        build_triples(corpus.assign(title=""), model, eta=0.8, max_mask=0.5, seed=0)
+        rank_documents(corpus.assign(title=""), model, eta=0.8, max_mask=0.5)
 
 
-def test_ebsim_retrieves_with_the_fixed_base_not_the_encoder_in_training(tiny_bert, tmp_path):
-    """EBSIM §4.1: a fixed encoder with mean pooling ranks each document's sentences. The
-    encoder being trained (cls_mlp: [CLS] through a random MLP, as the paper presets) is
-    not it: a training step that moves it leaves the triples as they were, and the
-    positive is the sentence plain mean pooling of the base (transformers alone) ranks
-    first. A `retriever` named in the entry is the one loaded."""
+def test_ebsim_retrieves_with_the_fixed_base_not_the_encoder_in_training(
+    workdir, tiny_bert, monkeypatch
+):
+    """EBSIM §4.1: a fixed encoder with mean pooling ranks each document's sentences, once
+    (stage ebsim_retrieve), before any run: the positive is the sentence plain mean pooling
+    of the base (transformers alone) ranks first, whatever pooling the encoder trains with
+    (cls_mlp: a random MLP). A `retriever` that does not exist is named."""
     from transformers import AutoModel, AutoTokenizer
 
     from paracl.models import ModelNotFoundError
-    from paracl.training.losses import ebsim_triplet
 
-    path = tmp_path / "corpus.parquet"
-    write_parquet(_corpus(), path, CORPUS)
-    cfg = {"base_model": str(tiny_bert), "max_examples": None}
-    model = build_encoder(tiny_bert, "cls_mlp", max_seq_length=16)
-    before = ebsim_triplet.examples(str(path), model, ebsim_triplet.Params(), cfg, seed=0)
-    titles = before["anchor"].unique().tolist()
-    emb = embed(model.eval(), titles).detach()
-    obj = infonce.objective(model, infonce.Params(), TAU)
-    train(model, load_examples_frame(_pairs(8)), obj, TrainConfig(lr=1e-2, batch_size=8, seed=0))
-    assert not torch.allclose(embed(model.eval(), titles).detach(), emb, atol=1e-3)
-    after = ebsim_triplet.examples(str(path), model, ebsim_triplet.Params(), cfg, seed=0)
-    pd.testing.assert_frame_equal(before, after)
-
+    root, params = workdir
+    ranking = read_parquet(root / "data/ebsim/sentences.parquet")
+    metrics = json.loads((root / "metrics/ebsim_retrieve_sentences.json").read_text())
+    assert metrics["documents"] == len(ranking) > 0 and metrics["retriever"] == str(tiny_bert)
     tok, hf = AutoTokenizer.from_pretrained(tiny_bert), AutoModel.from_pretrained(tiny_bert)
-    corpus = _corpus()
-    for title, doc in corpus.groupby("title", sort=False):
+    for title, doc in _corpus().groupby("title", sort=False):
         enc = tok([title] + doc["text"].tolist(), padding=True, return_tensors="pt")
         with torch.no_grad():
             states = hf(**enc).last_hidden_state
         mask = enc["attention_mask"][..., None].float()
         pooled = torch.nn.functional.normalize((states * mask).sum(1) / mask.sum(1), dim=-1)
         nearest = doc["text"].iloc[int(torch.argmax(pooled[1:] @ pooled[0]))]
-        token = before[(before["anchor"] == title) & (before["kind"] == "token")]
-        assert token["positive"].tolist() == [nearest]
-    named = ebsim_triplet.Params(retriever=str(tmp_path / "no-such-retriever"))
+        assert ranking.loc[ranking["title"] == title, "ranked"].iloc[0][0] == nearest
+    params = copy.deepcopy(params)
+    params["ebsim_retrieve"]["retriever"] = str(root / "no-such-retriever")
+    monkeypatch.chdir(root)
     with pytest.raises(ModelNotFoundError, match="no-such-retriever"):
-        ebsim_triplet.examples(str(path), model, named, cfg, seed=0)
+        run_stage("ebsim_retrieve@sentences", params)
+
+
+def test_an_ebsim_entry_refuses_the_retrieval_keys_it_once_took():
+    from paracl.training.methods import method_spec
+
+    entry = {"loss": "ebsim", "input": "data/ebsim/sentences.parquet", "eta": 0.8}
+    with pytest.raises(ParamsError, match=r"methods\.ebsim\.eta' was replaced by ebsim_retrieve"):
+        method_spec("ebsim", entry)
+
+
+def test_ebsim_on_a_corpus_says_its_input_is_the_ranking(workdir, monkeypatch):
+    """An input that is a corpus (an entry from before stage ebsim_retrieve) is refused
+    with the file and what to do."""
+    root, params = workdir
+    params = copy.deepcopy(params)
+    params["train_contrastive"]["methods"]["ebsim"]["input"] = "data/corpus/sentences.parquet"
+    with pytest.raises(InputError, match=r"sentences.parquet.*ebsim_retrieve.corpora"):
+        _run_stage((root, params), "ebsim", monkeypatch)
 
 
 def test_ebsim_on_a_causal_lm_scores_pairs_by_their_content(tiny_llama, tiny_bert):

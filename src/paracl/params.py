@@ -192,6 +192,17 @@ class PrepareDomain(Section):
     max_sentences: int | None = param(None, min=1, help="sentences kept per corpus; null = all")
 
 
+class EbsimRetrieve(Section):
+    # name -> titled corpus (data/ebsim/<name>.parquet; stage ebsim_retrieve@<name>)
+    corpora: dict[str, str] = param(help="titled corpora EBSIM's methods train on; {} = none")
+    retriever: str | None = param(
+        None, help="ranks sentences (mean pooling, never trained); null: the base model"
+    )
+    eta: float = param(0.8, min=-1.0, max=1.0, help="word similarity that masks a word (Eq. 3)")
+    max_mask: float = param(0.5, min=0.0, max=1.0, help="at most this share of its words")
+    max_docs: int | None = param(None, min=1, help="the first N titled documents; null = all")
+
+
 class Evaluate(Section):
     # the encoders evaluated are the keys of train_contrastive.methods
     tasks: list[str] = param(
@@ -394,6 +405,7 @@ class Params(Section):
     prepare_domain: PrepareDomain
     adapt_filler: AdaptFiller
     corrupt: Corrupt
+    ebsim_retrieve: EbsimRetrieve
     evaluate: Evaluate
     summary: Summary
     roundtrip: Roundtrip
@@ -523,6 +535,7 @@ METHOD_SETTINGS = (
 )
 ENCODERS = "models/encoders/"  # dvc.yaml: train_contrastive@<run> writes ENCODERS + <run>
 EXPAND = "paracl expand"  # the command that rewrites train_contrastive.runs
+EBSIM_RANKINGS = "data/ebsim/"  # dvc.yaml: ebsim_retrieve@<corpus> writes <corpus>.parquet here
 
 
 def method_settings(name: str, entry: dict) -> dict:
@@ -603,6 +616,8 @@ def check_train_contrastive(values: dict) -> None:
     tc = values["train_contrastive"]
     for name, entry in tc["methods"].items():
         method_settings(name, entry)
+        if entry.get("loss") == "ebsim":
+            _check_ebsim_input(name, entry["input"], values["ebsim_retrieve"]["corpora"])
     want, have = expand_runs(tc), tc["runs"]
     if list(want.items()) != list(have.items()):
         differs = [n for n in want if have.get(n) != want[n]]
@@ -615,6 +630,19 @@ def check_train_contrastive(values: dict) -> None:
         raise ParamsError(
             f"'train_contrastive.runs' is out of date with train_contrastive.methods and seeds "
             f"({what}): run `{EXPAND}` to rewrite it"
+        )
+
+
+def _check_ebsim_input(name: str, path: str, corpora: dict[str, str]) -> None:
+    """An ebsim method trains on a ranking that stage ebsim_retrieve writes
+    (data/ebsim/<corpus>.parquet); without its corpus there, no stage would write it."""
+    writes = {f"{EBSIM_RANKINGS}{key}.parquet": key for key in corpora}
+    if path not in writes:
+        what = ", ".join(writes) or "none: ebsim_retrieve.corpora is empty"
+        raise ParamsError(
+            f"'train_contrastive.methods.{name}.input': {path} is no ranking that stage "
+            f"ebsim_retrieve writes (it writes: {what}); name the titled corpus in "
+            "ebsim_retrieve.corpora"
         )
 
 

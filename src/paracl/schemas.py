@@ -87,6 +87,18 @@ ROUNDTRIP_CANDIDATES = pa.schema(
     ]
 )
 
+# ebsim_retrieve → data/ebsim/<corpus>.parquet: EBSIM's retrieval (§3.2), one row per document
+EBSIM_RANKING = pa.schema(
+    [
+        ("doc_id", pa.string()),
+        ("title", pa.string()),
+        ("ranked", pa.list_(pa.string())),  # its sentences, most similar to the title first
+        # relevant_1's words, a masked one null (Eq. 3); the whole list null where no
+        # word reaches eta (the document gives no structure-level triple)
+        ("masked", pa.list_(pa.string())),
+    ]
+)
+
 # tag → data/roundtrip/tagged.parquet: high-quality pairs sampled evenly over 48 tag cells
 ROUNDTRIP_TAGGED = pa.schema(
     [

@@ -26,21 +26,22 @@ Two choices the paper (BERT only) does not have to make, both measured on gemma-
 trains nothing: Table 5's -AA-RA row equals plain BERT, i.e. our `none`.)
 The heads are training-only; the saved encoder is the transformer with mean pooling.
 
-Triples (§3.2), built from the corpus once, before training, by a fixed retriever: the
-base model (train_contrastive.base_model) or the entry's `retriever`, with mean pooling,
-loaded once and never trained (§4.1: a BERT-base sentence encoder), so that the triples
-do not depend on the encoder being trained or on its training-only pooling (cls_mlp's
-random MLP):
-- token level: embed the title and every sentence of its article (mean pooling, cosine,
-  Eq. 1), sort; <title, relevant_1, relevant_x> with x drawn (seeded) from 2..K;
-- structure level: mask the words of relevant_1 whose similarity to some title word is
-  >= eta (Eq. 3), at most `max_mask` (50 %) of its words, most similar first:
+Triples (§3.2). The retrieval depends on no seed, so stage ebsim_retrieve runs it once per
+titled corpus (`rank_documents`, params.yaml ebsim_retrieve) with a fixed retriever: the
+base model (train_contrastive.base_model) or ebsim_retrieve.retriever, mean pooling,
+never trained (§4.1: a BERT-base sentence encoder), so that the triples do not depend on
+the encoder being trained or on its training-only pooling (cls_mlp's random MLP). Each
+ebsim run reads that ranking (its `input`) and draws its own (`triples`):
+- token level: the title's sentences sorted by cosine to it (mean pooling, Eq. 1);
+  <title, relevant_1, relevant_x> with x drawn (the run's seed) from 2..K;
+- structure level: relevant_1 with its words whose similarity to some title word is
+  >= eta masked (Eq. 3), at most `max_mask` (50 %) of its words, most similar first:
   <title, relevant_1, relevant_1^(drop)>; no triple when no word reaches eta.
 
 Word similarity: the paper uses 200-d word2vec trained on its corpus; offline we use the
 retriever's input (wordpiece) embeddings, a word being the mean of its pieces — static
 vectors, no extra training. Words come from the corpus `tokens`; the mask is the trained
-encoder's mask token ([MASK] where it has none).
+encoder's mask token ([MASK] where it has none), filled in by the run.
 
 """
 
@@ -56,9 +57,10 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
+from paracl import schemas
 from paracl.device import DEFAULT_PRECISION, autocast, backward
 from paracl.errors import InputError
-from paracl.io import read_parquet
+from paracl.io import ArtifactError, read_parquet
 
 log = logging.getLogger(__name__)
 
@@ -171,16 +173,16 @@ def word_vectors(model: SentenceTransformer, words: list[str]) -> torch.Tensor:
     return F.normalize(torch.stack(out), dim=-1) if out else torch.zeros(0, table.size(1))
 
 
-def mask_similar_words(
+def masked_words(
     model: SentenceTransformer,
     title_words: list[str],
     words: list[str],
     eta: float,
     max_mask: float,
-    mask: str | None = None,
-) -> list[str] | None:
-    """Eq. 3: `mask` the words similar (>= eta, `model`'s word vectors) to a title word;
-    None if none qualifies. `mask` None: `model`'s mask token, else [MASK]."""
+) -> list[str | None] | None:
+    """Eq. 3: `words` with those similar (>= eta, `model`'s word vectors) to a title word
+    replaced by None, at most `max_mask` of them, most similar first; None if none
+    qualifies. The run writes its encoder's mask token in their place (`triples`)."""
     if not words or not title_words:
         return None
     sims = word_vectors(model, words) @ word_vectors(model, title_words).T
@@ -192,29 +194,27 @@ def mask_similar_words(
     chosen = set(candidates[:cap])
     if not chosen:
         return None
-    mask = mask or model.tokenizer.mask_token or "[MASK]"
-    return [mask if i in chosen else w for i, w in enumerate(words)]
+    return [None if i in chosen else w for i, w in enumerate(words)]
 
 
 @torch.inference_mode()
-def build_triples(
+def rank_documents(
     corpus: pd.DataFrame,
     retriever: SentenceTransformer,
     eta: float,
     max_mask: float,
-    seed: int,
     max_docs: int | None = None,
     where: str = "corpus",
-    mask: str | None = None,
 ) -> pd.DataFrame:
-    """(anchor=title, positive=relevant_1, negative=relevant_x or relevant_1^drop, kind),
-    ranked and word-matched by `retriever`; `mask` replaces the masked words."""
+    """The retrieval of §3.2, which no seed changes (stage ebsim_retrieve): per titled
+    document of at least 2 sentences (the first `max_docs` by doc_id), its sentences
+    ranked by cosine to the title, and relevant_1's words masked (`masked_words`).
+    Columns of schemas.EBSIM_RANKING."""
     need = {"doc_id", "title", "text"}
     if not need <= set(corpus.columns):
         raise InputError(
             f"{where}: EBSIM needs corpus columns {sorted(need)}; has {list(corpus.columns)}"
         )
-    rng = np.random.default_rng(seed)
     docs = corpus[corpus["title"].astype(str).str.strip() != ""]
     groups = [g for _, g in docs.groupby("doc_id", sort=True) if len(g) >= 2]
     if max_docs is not None:
@@ -238,13 +238,28 @@ def build_triples(
         title, texts = d[0], d[1:]
         emb = emb_all[start : start + len(d)]
         order = torch.argsort(emb[1:] @ emb[0], descending=True, stable=True).tolist()
-        first = order[0]
-        x = order[int(rng.integers(1, len(order)))]
-        rows.append((title, texts[first], texts[x], "token"))
-        words = _words(g.iloc[first])
-        dropped = mask_similar_words(retriever, title.split(), words, eta, max_mask, mask)
-        if dropped is not None:
-            rows.append((title, texts[first], " ".join(dropped), "structure"))
+        words = _words(g.iloc[order[0]])
+        masked = masked_words(retriever, title.split(), words, eta, max_mask)
+        rows.append((str(g["doc_id"].iloc[0]), title, [texts[i] for i in order], masked))
+    return pd.DataFrame(rows, columns=schemas.EBSIM_RANKING.names)
+
+
+def triples(
+    ranking: pd.DataFrame, seed: int, mask: str, max_docs: int | None = None
+) -> pd.DataFrame:
+    """(anchor=title, positive=relevant_1, negative=relevant_x or relevant_1^drop, kind)
+    from `ranking` (`rank_documents`, its first `max_docs` documents): x drawn with `seed`,
+    masked words written as `mask`."""
+    rng = np.random.default_rng(seed)
+    docs = ranking if max_docs is None else ranking.head(max_docs)
+    rows = []
+    for title, ranked, masked in docs[["title", "ranked", "masked"]].itertuples(index=False):
+        if len(ranked) < 2:
+            raise InputError(f"ranking of '{title}': EBSIM needs at least 2 sentences")
+        rows.append((title, ranked[0], ranked[int(rng.integers(1, len(ranked)))], "token"))
+        if masked is not None:
+            dropped = " ".join(mask if w is None else str(w) for w in masked)
+            rows.append((title, ranked[0], dropped, "structure"))
     return pd.DataFrame(rows, columns=["anchor", "positive", "negative", "kind"])
 
 
@@ -310,26 +325,24 @@ class EbsimObjective:
         return list(self.loss_fn.parameters())
 
 
+# keys an ebsim entry once took: the retrieval is stage ebsim_retrieve's, once per corpus
+RENAMED = {k: f"ebsim_retrieve.{k} (the retrieval runs once, before training)"
+           for k in ("eta", "max_mask", "retriever")}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Params:
     """The method entry's own keys (params.yaml train_contrastive.methods.<name>)."""
 
-    eta: float = 0.8  # word similarity at which a word of relevant_1 is masked (Eq. 3)
-    max_mask: float = 0.5  # at most this share of its words
     beta: float = 1.0  # triplet margin (Eq. 5)
     aspects: tuple[str, ...] = ("ra", "aa")  # ("ra",): the -AA ablation (Table 5)
-    retriever: str | None = None  # ranks sentences (mean pooling); null: the base model
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "aspects", tuple(self.aspects))
-        if not -1 <= self.eta <= 1 or not 0 <= self.max_mask <= 1 or self.beta < 0:
-            raise ValueError("eta must be in [-1, 1], max_mask in [0, 1], beta >= 0")
+        if self.beta < 0:
+            raise ValueError("beta must be >= 0")
         if not self.aspects or set(self.aspects) - {"ra", "aa"}:
             raise ValueError(f"aspects must be a non-empty subset of [ra, aa], got {self.aspects}")
-        if self.retriever is not None and (
-            not isinstance(self.retriever, str) or not self.retriever.strip()
-        ):
-            raise ValueError(f"retriever must be a model id or directory, got {self.retriever!r}")
 
 
 def objective(model: SentenceTransformer, params: Params, cfg: dict) -> EbsimObjective:
@@ -337,9 +350,9 @@ def objective(model: SentenceTransformer, params: Params, cfg: dict) -> EbsimObj
 
 
 def load_retriever(model_id: str, device: torch.device) -> SentenceTransformer:
-    """The fixed sentence encoder that builds the triples: `model_id` resolved as every
-    model is (paracl.models), mean pooling, its own inference length, eval mode and no
-    gradients (it is not the encoder being trained and never changes)."""
+    """The fixed sentence encoder that ranks the sentences (stage ebsim_retrieve):
+    `model_id` resolved as every model is (paracl.models), mean pooling, its own inference
+    length, eval mode and no gradients (it is not the encoder being trained)."""
     from paracl.models import resolve_model
     from paracl.training.encoder import build_encoder
 
@@ -353,17 +366,15 @@ def load_retriever(model_id: str, device: torch.device) -> SentenceTransformer:
 def examples(
     path: str, model: SentenceTransformer, params: Params, cfg: dict, seed: int
 ) -> pd.DataFrame:
-    """EBSIM trains on triples built from the corpus itself (titles and documents),
-    retrieved by the fixed encoder (`retriever`, else the base model), not by `model`."""
-    retriever = load_retriever(params.retriever or cfg["base_model"], model.device)
-    mask = model.tokenizer.mask_token or "[MASK]"  # what the trained encoder reads
-    return build_triples(
-        read_parquet(path),
-        retriever,
-        params.eta,
-        params.max_mask,
-        seed,
-        cfg["max_examples"],
-        path,
-        mask,
-    )
+    """EBSIM trains on triples drawn with the run's seed from stage ebsim_retrieve's
+    ranking (the entry's `input`, data/ebsim/<corpus>.parquet), its first max_examples
+    documents, the masks in the trained encoder's mask token."""
+    try:
+        ranking = read_parquet(path, schemas.EBSIM_RANKING)
+    except ArtifactError as err:
+        raise InputError(
+            f"{err}: an ebsim method's input is a ranking written by stage ebsim_retrieve "
+            "(data/ebsim/<name>.parquet; name its corpus in ebsim_retrieve.corpora)"
+        ) from None
+    mask = model.tokenizer.mask_token or "[MASK]"
+    return triples(ranking, seed, mask, cfg["max_examples"])
