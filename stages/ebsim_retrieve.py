@@ -7,8 +7,8 @@ jaquad corpus: titled documents). A fixed retriever (`ebsim_retrieve.retriever`,
 train_contrastive.base_model; mean pooling, never trained) embeds each title and its
 sentences and ranks them; relevant_1's words like a title word (>= eta) are masked. No
 seed changes any of it, so every ebsim run and seed reads this one ranking (its `input`)
-and only draws its negatives (paracl.training.losses.ebsim_triplet). Before this stage
-each run embedded the corpus again.
+and only draws its negatives (paracl.training.losses.ebsim_triplet.triples). Before this
+stage each run embedded the corpus again. The code: paracl.training.ebsim_retrieve.
 """
 
 import logging
@@ -19,7 +19,7 @@ from paracl.device import select_device
 from paracl.io import read_parquet, write_json, write_parquet
 from paracl.params import ParamsError
 from paracl.stage import args, run
-from paracl.training.losses.ebsim_triplet import load_retriever, rank_documents
+from paracl.training.ebsim_retrieve import load_retriever, rank_documents
 
 
 def main(params: dict) -> None:

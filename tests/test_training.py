@@ -326,7 +326,7 @@ def test_stage_missing_input_names_artifact(workdir, monkeypatch):
 
 
 def test_ebsim_masks_title_words_up_to_half(st_tiny):
-    from paracl.training.losses.ebsim_triplet import masked_words
+    from paracl.training.ebsim_retrieve import masked_words
 
     model = st_tiny()
     title = ["guitar", "field", "kitchen"]
@@ -341,7 +341,8 @@ def test_ebsim_masks_title_words_up_to_half(st_tiny):
 def test_ebsim_triples_pick_each_documents_sentence_nearest_its_title(st_tiny):
     """The batched encode gives the ranking a per-document encode would (Eq. 2's
     relevant_1); a run draws relevant_x with its seed and writes its mask token."""
-    from paracl.training.losses.ebsim_triplet import rank_documents, triples
+    from paracl.training.ebsim_retrieve import rank_documents
+    from paracl.training.losses.ebsim_triplet import triples
 
     model = st_tiny()
     docs = {1: ("guitar", ["a man plays a guitar", "the field is green", "soup in a kitchen"]),

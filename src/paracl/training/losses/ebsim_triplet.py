@@ -26,22 +26,13 @@ Two choices the paper (BERT only) does not have to make, both measured on gemma-
 trains nothing: Table 5's -AA-RA row equals plain BERT, i.e. our `none`.)
 The heads are training-only; the saved encoder is the transformer with mean pooling.
 
-Triples (§3.2). The retrieval depends on no seed, so stage ebsim_retrieve runs it once per
-titled corpus (`rank_documents`, params.yaml ebsim_retrieve) with a fixed retriever: the
-base model (train_contrastive.base_model) or ebsim_retrieve.retriever, mean pooling,
-never trained (§4.1: a BERT-base sentence encoder), so that the triples do not depend on
-the encoder being trained or on its training-only pooling (cls_mlp's random MLP). Each
-ebsim run reads that ranking (its `input`) and draws its own (`triples`):
-- token level: the title's sentences sorted by cosine to it (mean pooling, Eq. 1);
-  <title, relevant_1, relevant_x> with x drawn (the run's seed) from 2..K;
-- structure level: relevant_1 with its words whose similarity to some title word is
-  >= eta masked (Eq. 3), at most `max_mask` (50 %) of its words, most similar first:
-  <title, relevant_1, relevant_1^(drop)>; no triple when no word reaches eta.
-
-Word similarity: the paper uses 200-d word2vec trained on its corpus; offline we use the
-retriever's input (wordpiece) embeddings, a word being the mean of its pieces — static
-vectors, no extra training. Words come from the corpus `tokens`; the mask is the trained
-encoder's mask token ([MASK] where it has none), filled in by the run.
+Triples (§3.2): stage ebsim_retrieve ranks each titled document's sentences once, with a
+fixed retriever (paracl.training.ebsim_retrieve); each run reads that ranking (its
+`input`) and draws its own (`triples`):
+- token level: <title, relevant_1, relevant_x> with x drawn (the run's seed) from 2..K;
+- structure level: <title, relevant_1, relevant_1^(drop)>, relevant_1 with its title-like
+  words masked (Eq. 3) in the trained encoder's mask token ([MASK] where it has none); no
+  triple where no word was masked.
 
 """
 
@@ -155,101 +146,12 @@ def is_causal_lm(model: SentenceTransformer) -> bool:
     return model[0].auto_model.config.model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 
-def _words(row) -> list[str]:
-    tokens = row.get("tokens") if hasattr(row, "get") else None
-    if tokens is not None and len(tokens):
-        return [str(t) for t in tokens]
-    return str(row["text"]).split()
-
-
-def word_vectors(model: SentenceTransformer, words: list[str]) -> torch.Tensor:
-    """Static vectors: mean of each word's wordpiece input embeddings, L2-normalised."""
-    tok = model.tokenizer
-    table = model[0].auto_model.get_input_embeddings().weight.detach()
-    out = []
-    for w in words:
-        ids = tok(w, add_special_tokens=False)["input_ids"] or [tok.unk_token_id or 0]
-        out.append(table[ids].float().mean(0))
-    return F.normalize(torch.stack(out), dim=-1) if out else torch.zeros(0, table.size(1))
-
-
-def masked_words(
-    model: SentenceTransformer,
-    title_words: list[str],
-    words: list[str],
-    eta: float,
-    max_mask: float,
-) -> list[str | None] | None:
-    """Eq. 3: `words` with those similar (>= eta, `model`'s word vectors) to a title word
-    replaced by None, at most `max_mask` of them, most similar first; None if none
-    qualifies. The run writes its encoder's mask token in their place (`triples`)."""
-    if not words or not title_words:
-        return None
-    sims = word_vectors(model, words) @ word_vectors(model, title_words).T
-    best = sims.max(dim=1).values
-    candidates = [
-        i for i in torch.argsort(best, descending=True, stable=True).tolist() if best[i] >= eta
-    ]
-    cap = int(max_mask * len(words))
-    chosen = set(candidates[:cap])
-    if not chosen:
-        return None
-    return [None if i in chosen else w for i, w in enumerate(words)]
-
-
-@torch.inference_mode()
-def rank_documents(
-    corpus: pd.DataFrame,
-    retriever: SentenceTransformer,
-    eta: float,
-    max_mask: float,
-    max_docs: int | None = None,
-    where: str = "corpus",
-) -> pd.DataFrame:
-    """The retrieval of §3.2, which no seed changes (stage ebsim_retrieve): per titled
-    document of at least 2 sentences (the first `max_docs` by doc_id), its sentences
-    ranked by cosine to the title, and relevant_1's words masked (`masked_words`).
-    Columns of schemas.EBSIM_RANKING."""
-    need = {"doc_id", "title", "text"}
-    if not need <= set(corpus.columns):
-        raise InputError(
-            f"{where}: EBSIM needs corpus columns {sorted(need)}; has {list(corpus.columns)}"
-        )
-    docs = corpus[corpus["title"].astype(str).str.strip() != ""]
-    groups = [g for _, g in docs.groupby("doc_id", sort=True) if len(g) >= 2]
-    if max_docs is not None:
-        groups = groups[:max_docs]
-    if not groups:
-        raise InputError(
-            f"{where}: no document has a title and at least 2 sentences; EBSIM needs titled "
-            "multi-sentence documents (a wiki40b or jaquad corpus; plain text has no titles)"
-        )
-    # One encode call for every title and sentence: sentence-transformers sorts them by
-    # length and fills its batches (one call per document ran many small, padded batches).
-    docs_text = [[str(g["title"].iloc[0])] + g["text"].astype(str).tolist() for g in groups]
-    flat = [t for d in docs_text for t in d]
-    log.info("EBSIM: embedding %d titles and sentences of %d documents", len(flat), len(groups))
-    emb_all = retriever.encode(
-        flat, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=True
-    )
-    starts = np.cumsum([0] + [len(d) for d in docs_text[:-1]])
-    rows = []
-    for g, d, start in zip(groups, docs_text, starts, strict=True):
-        title, texts = d[0], d[1:]
-        emb = emb_all[start : start + len(d)]
-        order = torch.argsort(emb[1:] @ emb[0], descending=True, stable=True).tolist()
-        words = _words(g.iloc[order[0]])
-        masked = masked_words(retriever, title.split(), words, eta, max_mask)
-        rows.append((str(g["doc_id"].iloc[0]), title, [texts[i] for i in order], masked))
-    return pd.DataFrame(rows, columns=schemas.EBSIM_RANKING.names)
-
-
 def triples(
     ranking: pd.DataFrame, seed: int, mask: str, max_docs: int | None = None
 ) -> pd.DataFrame:
     """(anchor=title, positive=relevant_1, negative=relevant_x or relevant_1^drop, kind)
-    from `ranking` (`rank_documents`, its first `max_docs` documents): x drawn with `seed`,
-    masked words written as `mask`."""
+    from `ranking` (paracl.training.ebsim_retrieve; its first `max_docs` documents): x
+    drawn with `seed`, masked words written as `mask`."""
     rng = np.random.default_rng(seed)
     docs = ranking if max_docs is None else ranking.head(max_docs)
     rows = []
@@ -347,20 +249,6 @@ class Params:
 
 def objective(model: SentenceTransformer, params: Params, cfg: dict) -> EbsimObjective:
     return EbsimObjective(model, params.aspects, params.beta, 2 * cfg["max_seq_length"])
-
-
-def load_retriever(model_id: str, device: torch.device) -> SentenceTransformer:
-    """The fixed sentence encoder that ranks the sentences (stage ebsim_retrieve):
-    `model_id` resolved as every model is (paracl.models), mean pooling, its own inference
-    length, eval mode and no gradients (it is not the encoder being trained)."""
-    from paracl.models import resolve_model
-    from paracl.training.encoder import build_encoder
-
-    resolved = resolve_model(model_id)
-    log.info("EBSIM retriever: %s, mean pooling (fixed)", resolved.describe())
-    retriever = build_encoder(resolved.path, "mean", max_seq_length=None).to(device).eval()
-    retriever.requires_grad_(False)
-    return retriever
 
 
 def examples(
