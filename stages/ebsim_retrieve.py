@@ -26,7 +26,10 @@ def main(params: dict) -> None:
     paths = args("name", "corpus", "ranking", "metrics")
     cfg = params["ebsim_retrieve"]
     if cfg["corpora"].get(paths.name) != paths.corpus:
-        raise ParamsError(f"ebsim_retrieve.corpora.{paths.name}: is not {paths.corpus}")
+        raise ParamsError(
+            f"ebsim_retrieve.corpora.{paths.name} is {cfg['corpora'].get(paths.name)!r}, "
+            f"not the {paths.corpus} this command reads: rerun `dvc repro`"
+        )
     retriever_id = cfg["retriever"] or params["train_contrastive"]["base_model"]
     retriever = load_retriever(retriever_id, select_device(params["device"]))
     start = time.perf_counter()

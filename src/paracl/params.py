@@ -636,7 +636,7 @@ def check_train_contrastive(values: dict) -> None:
 def _check_ebsim_input(name: str, path: str, corpora: dict[str, str]) -> None:
     """An ebsim method trains on a ranking that stage ebsim_retrieve writes
     (data/ebsim/<corpus>.parquet); without its corpus there, no stage would write it."""
-    writes = {f"{EBSIM_RANKINGS}{key}.parquet": key for key in corpora}
+    writes = [f"{EBSIM_RANKINGS}{key}.parquet" for key in corpora]
     if path not in writes:
         what = ", ".join(writes) or "none: ebsim_retrieve.corpora is empty"
         raise ParamsError(
