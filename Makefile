@@ -4,8 +4,13 @@ PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 # pytest-xdist workers of `make test`, one test file at a time (tests/conftest.py orders them),
-# each on one torch thread: the tests' models are tiny, and threads beyond the cores only spin
+# each on one torch thread: the tests' models are tiny, and threads beyond the cores only spin.
+# The Ray tests (marked `ray`) run after, in one process of their own: Ray's gRPC threads and a
+# later fork crash a worker. A crashed worker ends the run (xdist's loadfile would hang on a
+# restart), and a test still running after TEST_TIMEOUT s fails with every thread's stack.
 TEST_WORKERS ?= 2
+TEST_TIMEOUT ?= 1200
+PYTEST := OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q --timeout=$(TEST_TIMEOUT) --timeout-method=thread
 BIN := $(VENV)/bin
 
 .PHONY: setup test test-slow lint format docs
@@ -18,7 +23,8 @@ setup:
 	$(BIN)/python -m paracl.models --check
 
 test:
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
+	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --max-worker-restart=0 -m "not slow and not ray" --durations=15
+	$(PYTEST) -p no:xdist -m "ray and not slow"
 
 test-slow:
 	$(BIN)/python -m pytest -q -m slow

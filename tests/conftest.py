@@ -77,7 +77,15 @@ def tiny_fsmt(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def local_ray():
-    """One local Ray with 2 CPUs for every Ray test of a worker (start-up costs ~5 s)."""
+    """One local Ray with 2 CPUs for every Ray test of the process (start-up costs ~5 s).
+
+    Ray tests are marked `ray`, and `make test` runs them in a pytest process of their own:
+    Ray leaves gRPC threads in the process, and a later fork there (the local executor's
+    process pool) can segfault it, which under xdist's loadfile also hangs the run."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.fail(
+            "Ray tests run outside pytest-xdist: mark them @pytest.mark.ray (see make test)"
+        )
     ray = pytest.importorskip("ray")
     if not ray.is_initialized():
         # workers import test modules by name (functions defined in tests travel by pickle)

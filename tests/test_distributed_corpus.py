@@ -125,6 +125,7 @@ def test_ray_executor_without_ray_names_the_extra(monkeypatch):
             pass
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize("max_sentences", [None, 25])
 def test_ray_executor_writes_the_local_executors_bytes(source, tmp_path, local_ray, max_sentences):
     cfg = config(source, max_sentences)

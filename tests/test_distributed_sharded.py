@@ -127,6 +127,7 @@ def test_empty_input_gives_an_empty_artifact_with_the_schema(tmp_path):
     assert read_parquet(tmp_path / "out.parquet", OUT_SCHEMA).empty
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize("model", [False, True], ids=["tasks", "actors"])
 def test_ray_writes_the_local_bytes(corpus, tmp_path, local_ray, model):
     local = run(corpus, tmp_path / "local.parquet", Engine(workers=1), model=model)

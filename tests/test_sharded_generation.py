@@ -68,14 +68,14 @@ def check_stage(
     return local
 
 
-@pytest.fixture(params=["local", pytest.param("ray", marks=pytest.mark.slow)])
+@pytest.fixture(params=["local", pytest.param("ray", marks=[pytest.mark.slow, pytest.mark.ray])])
 def engine(request):
     """local: crash + resume only; ray (slow: two actors load torch + the models, ~10 s
     of CPU each on this machine): also Ray actors write the local bytes."""
     return request.getfixturevalue("local_ray") if request.param == "ray" else None
 
 
-@pytest.fixture(params=["local", "ray"])
+@pytest.fixture(params=["local", pytest.param("ray", marks=pytest.mark.ray)])
 def engine_fast(request):
     """As `engine`, with the Ray case in the default run (one model stage on Ray actors
     is checked by default; the other two only with -m slow)."""

@@ -119,6 +119,7 @@ def ppdb_dir(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.ray
 def test_ppdb_substitute_local_and_ray_tasks_write_the_same_bytes(ppdb_dir, local_ray):
     results = {}
     for name, engine in (("local", LOCAL), ("ray", RAY)):
@@ -196,6 +197,7 @@ def write_rules() -> None:
     write_parquet(rules, "data/ppdb/rules.parquet", schemas.PPDB_RULES, {"metrics": {}})
 
 
+@pytest.mark.ray
 def test_rank_fluency_local_and_ray_actors_write_the_same_bytes(fluency_dir, tiny_gpt2, local_ray):
     run_stage("rank_fluency", _fluency_params(tiny_gpt2, LOCAL, max_sentences=7))
     local = manifest("data/ppdb/pairs.parquet")
@@ -274,6 +276,7 @@ def _tag_outputs() -> tuple:
     )
 
 
+@pytest.mark.ray
 def test_tag_local_and_ray_actors_write_the_same_bytes(tag_dir, local_ray):
     run_stage("tag", _tag_params(LOCAL))
     local = _tag_outputs()
