@@ -58,7 +58,7 @@ METHOD_ORDER = ("none", "simcse_unsup", "simcse_wiki", "simcse_wiki_domain", "si
 # file that changed, so the entry is removed on purpose, not forgotten.
 PRE_FIX = {
     "effect-en-2026-11-24": "00c00b9bf1ef0cd0882b6ff2a9f537d0ec39a5d3978a54d9058506d643cc7ec3",
-    "effect-ja": "ec8ea1ce819f0e347f25824cc6d2054dcefa29f6e556eaed0b35bcf16f68aba2",
+    "effect-ja-2026-11-24": "ec8ea1ce819f0e347f25824cc6d2054dcefa29f6e556eaed0b35bcf16f68aba2",
     "effect-ja-ebsim": "41e2df21542f2d59bc3bdee6f57dfc8a1844d466a349606e7b6201f7b6c22846",
     "effect-en-theta-2026-11-25": "bb8fc8bc6e360648bf6930b6ed760672a6f78590657b3011bbc65bdba70fb98f",
 }
