@@ -3,14 +3,20 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
+# llama-cpp-python builds llama.cpp from source, by default tuned to the building CPU. On an
+# Intel Xeon with AVX-512 and AMX that build dies of a protection fault in libggml-cpu at the
+# first decode (seen 2026-11-28, most likely what sank stop 51's CI), so build for AVX2,
+# which every machine of this project has (the AMD EPYC ones have nothing more). Override it
+# to tune for a CPU or to add CUDA.
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 # pytest-xdist workers of `make test`, one test file at a time (tests/conftest.py orders them),
 # each on one torch thread: the tests' models are tiny, and threads beyond the cores only spin.
-# The Ray tests (marked `ray`) run after, in one process of their own: Ray's gRPC threads and a
-# later fork crash a worker. A crashed worker ends the run (xdist's loadfile would hang on a
+# The Ray tests (marked `ray`) run after, in one process of their own: Ray's gRPC threads do
+# not survive a later fork there. A crashed worker ends the run (xdist's loadfile hangs on a
 # restart), and a test still running after TEST_TIMEOUT s fails with every thread's stack.
 TEST_WORKERS ?= 2
 TEST_TIMEOUT ?= 1200
-PYTEST := OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q --timeout=$(TEST_TIMEOUT) --timeout-method=thread
+PYTEST = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q --timeout=$(TEST_TIMEOUT) --timeout-method=thread
 BIN := $(VENV)/bin
 
 .PHONY: setup test test-slow lint format docs
@@ -19,7 +25,7 @@ setup:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet -e ".[dev,ray]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -e ".[dev,ray]"
 	$(BIN)/python -m paracl.models --check
 
 test:
