@@ -205,6 +205,21 @@ def test_a_claim_on_another_kind_of_task_is_not_tested_on_cosine_sts():
     assert "Not tested here: PPDB Table 3" in text and "| Claim |" not in text  # no empty table
 
 
+def test_a_claims_on_column_is_the_tables_own_average_and_tiny_p_is_not_zero():
+    """With one kind of column the table's average is "Avg.", and the claims table says so
+    rather than "Unsup. avg"; a p below 0.001 prints "<0.001", never "0.000"."""
+    from paracl.evaluation.summary import format_p
+
+    scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
+              "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0}  # fmt: skip
+    results = {m: {"stsb": _finetuned(s)} for m, s in scores.items()}
+    text = to_markdown(build_summary(results, ["stsb"], "all", GROUPS))
+    claim_line = next(line for line in text.splitlines() if line.startswith("| PPDB Table 3"))
+    assert "| Avg. |" in claim_line and "Fine-tuned avg" not in text
+    assert [format_p(p) for p in (0.0004, 0.0005, 0.0496, 0.05)] == [
+        "<0.001", "0.001", "0.050", "0.050"]  # fmt: skip
+
+
 def test_a_claim_waiting_for_seeds_says_which_method():
     """A preset measured across sessions: a claim whose method has seeds still unscored
     names it, rather than saying the column is missing."""

@@ -186,6 +186,7 @@ def render_theta(results: Path, name: str) -> str:
     """The θ sweep's table (PPDB paper Figure 2): ppdb's score per θ over its seeds,
     and its difference to `none` with the summary's own test over seeds."""
     from paracl.evaluation import theta_curve as tc
+    from paracl.evaluation.summary import format_p
 
     data = [read_json(p) for p in _data_files(results / name)]
     rows = tc.curve(tc.points(data, "ppdb", "avg"))
@@ -204,7 +205,7 @@ def render_theta(results: Path, name: str) -> str:
             eff = found[0]
             diff = f"{'+' if eff['diff'] >= 0 else '−'}{abs(eff['diff']):.1f}"
             diff = f"**{diff}**" if eff.get("holds") else diff
-            p = "" if eff.get("p") is None else f"{eff['p']:.3f}"
+            p = "" if eff.get("p") is None else format_p(eff["p"])
         value = f"{r['value']:.1f}" + ("" if r["std"] is None else f" ± {r['std']:.1f}")
         lines.append(f"| {r['theta']:g} | {value} | {diff} | {p} | {r['n_experiments']} |")
     lines += [

@@ -318,6 +318,11 @@ def build_summary(
     }
 
 
+def format_p(p: float) -> str:
+    """A p-value to three places; below 0.001 as "<0.001", since "0.000" reads as zero."""
+    return "<0.001" if p < 0.0005 else f"{p:.3f}"
+
+
 def _signed(value: float, fmt: str) -> str:
     return ("+" if value >= 0 else "−") + fmt.format(abs(value))
 
@@ -456,12 +461,13 @@ def _claims(summary: dict, fmt: str) -> list[str]:
     if not found:
         return []
     lines = ["", "The papers' claims, each on its paper's kind of task:", ""]
+    blocks = _avg_blocks(summary)  # "On" names the table's own average column
     if tested:  # no table header without a row
         lines += ["| Claim | On | Δ | p | Holds |", "|---|---|---|---|---|"]
         for c in tested:
-            on = MEASURES.get(c.get("measure"), "Avg.")
+            on = MEASURES.get(c.get("measure"), "Avg.") if len(blocks) > 1 else "Avg."
             diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
-            p = "n/a (one seed or no spread)" if c["p"] is None else f"{c['p']:.3f}"
+            p = "n/a (one seed or no spread)" if c["p"] is None else format_p(c["p"])
             holds = "yes" if c["holds"] else "no"
             lines.append(f"| {c['claim']} | {on} | {diff} | {p} | {holds} |")
         lines += ["", f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0."]
@@ -485,6 +491,6 @@ def _effect_cells(effect: dict | None, fmt: str, seeded: bool) -> list[str]:
     p = (
         "n/a (1 seed)"
         if effect["n_seeds"] < 2
-        else (f"{effect['p']:.3f}" if effect["p"] is not None else "n/a (no spread)")
+        else (format_p(effect["p"]) if effect["p"] is not None else "n/a (no spread)")
     )
     return [diff, p]
