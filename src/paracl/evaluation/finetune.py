@@ -283,7 +283,8 @@ def finetune_once(
         model.train()
         batches = batch_order(len(data.train), cfg.batch_size, gen, grouped)
         running = 0.0
-        bar = tqdm(batches, desc=f"{task.name} s{seed} e{epoch}", leave=False, disable=None)
+        # shown in a non-TTY log too (a CPU epoch takes minutes), as training's bar is
+        bar = tqdm(batches, desc=f"{task.name} s{seed} e{epoch}", leave=False, mininterval=10)
         for idx in bar:
             parts = chunks(idx, lengths, cfg.mini_batch_size)
             loss = train_step(model, tokenizer, data, parts, y_train, cfg, device, scaler)
