@@ -291,6 +291,13 @@ def test_simcse_mlp_is_saved_as_the_pooler_not_in_the_embedding(tiny_bert, tmp_p
     saved = SentenceTransformer(str(tmp_path / "simcse"), device="cpu")
     assert np.allclose(saved.encode(S1), inference_model(model).encode(S1), atol=1e-6)
 
+    # continued training from it (jcse_two_stage from jcse) starts a fresh MLP, as SimCSE's
+    # BertForCL does from a converted checkpoint: it has no pooler to load `pooler.*` into
+    again = build_encoder(tmp_path / "simcse", "cls_mlp", max_seq_length=16)
+    fresh = next(m for m in again if getattr(m, TRAINING_ONLY, False))
+    assert not torch.equal(fresh.linear.weight, pooler.weight)
+    assert torch.equal(again[0].auto_model.pooler.dense.weight, pooler.weight)  # kept aside
+
     mean = build_encoder(tiny_bert, "mean", max_seq_length=16)
     save_encoder(mean, tmp_path / "mean")  # no MLP: the base's pooler, untouched
     assert torch.equal(AutoModel.from_pretrained(tmp_path / "mean").pooler.dense.weight, before)
