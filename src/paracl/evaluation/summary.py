@@ -461,11 +461,11 @@ def _claims(summary: dict, fmt: str) -> list[str]:
     if not found:
         return []
     lines = ["", "The papers' claims, each on its paper's kind of task:", ""]
-    blocks = _avg_blocks(summary)  # "On" names the table's own average column
+    titles = {m: title for title, m in _avg_blocks(summary)}  # "On": the table's own column
     if tested:  # no table header without a row
         lines += ["| Claim | On | Δ | p | Holds |", "|---|---|---|---|---|"]
         for c in tested:
-            on = MEASURES.get(c.get("measure"), "Avg.") if len(blocks) > 1 else "Avg."
+            on = titles.get(c.get("measure"), "Avg.")
             diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
             p = "n/a (one seed or no spread)" if c["p"] is None else format_p(c["p"])
             holds = "yes" if c["holds"] else "no"
