@@ -42,15 +42,15 @@ def faults() -> int:
 
 
 def task_data(args):
-    """The task's seeded train sample, as evaluate_finetune draws it with params.yaml's
-    split settings (1,000 pairs by default)."""
+    """The task's seeded train sample, as evaluate_finetune draws it: params.yaml's
+    evaluate.max_train pairs unless --max-train says otherwise."""
     from paracl.evaluation.finetune_job import _cap
     from paracl.evaluation.tasks import load_task_for
     from paracl.params import load_params
 
     cfg = load_params()["evaluate"]
     data = load_task_for(args.task, cfg, args.seed)
-    _cap(data, {"train": args.max_train}, args.seed)
+    _cap(data, {"train": args.max_train or cfg.get("max_train")}, args.seed)
     return data
 
 
@@ -148,7 +148,7 @@ def main() -> None:
     parser.add_argument("--task", default="jsts")
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--max-train", type=int, default=1000)
+    parser.add_argument("--max-train", type=int, help="default: params.yaml evaluate.max_train")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--child", choices=("paracl", "trainer"), help=argparse.SUPPRESS)
