@@ -59,7 +59,7 @@ METHOD_ORDER = ("none", "simcse_unsup", "simcse_wiki", "simcse_wiki_domain", "si
 PRE_FIX = {
     "effect-en-2026-11-24": "00c00b9bf1ef0cd0882b6ff2a9f537d0ec39a5d3978a54d9058506d643cc7ec3",
     "effect-ja-2026-11-24": "ec8ea1ce819f0e347f25824cc6d2054dcefa29f6e556eaed0b35bcf16f68aba2",
-    "effect-ja-ebsim": "41e2df21542f2d59bc3bdee6f57dfc8a1844d466a349606e7b6201f7b6c22846",
+    "effect-ja-ebsim-2026-11-25": "41e2df21542f2d59bc3bdee6f57dfc8a1844d466a349606e7b6201f7b6c22846",
     "effect-en-theta-2026-11-25": "bb8fc8bc6e360648bf6930b6ed760672a6f78590657b3011bbc65bdba70fb98f",
 }
 MARKS = {
@@ -72,8 +72,8 @@ MARKS = {
     "tag, e.g. paraphraser_bleu20; issue 29 item 5)",
 }
 PRE_FIX_NOTE = (
-    "**Measured before the method-fidelity fixes (issue 29); re-measurement pending "
-    "(issue 33).** Every row was scored on the first 100 pairs of each set (a prefix; "
+    "**Measured before the method-fidelity fixes (issue 29), kept for comparison; the "
+    "re-measured table has no such note (issue 33).** Every row was scored on the first 100 pairs of each set (a prefix; "
     "evaluation now draws a stratified sample)."
 )
 # Bases whose tokenizer carries a chat template (the packaged gemma-3 GGUF has none).
