@@ -73,8 +73,8 @@ MARKS = {
 }
 PRE_FIX_NOTE = (
     "**Measured before the method-fidelity fixes (issue 29), kept for comparison; the "
-    "re-measured table has no such note (issue 33).** Every row was scored on the first 100 pairs of each set (a prefix; "
-    "evaluation now draws a stratified sample)."
+    "re-measured table has no such note (issue 33).** Every row was scored on the first "
+    "100 pairs of each set (a prefix; evaluation now draws a stratified sample)."
 )
 # Bases whose tokenizer carries a chat template (the packaged gemma-3 GGUF has none).
 TEMPLATE_BASES = ("HuggingFaceTB/SmolLM2",)
