@@ -232,3 +232,15 @@ def methods(*names: str, **inputs: str) -> dict[str, dict]:
     for name, path in inputs.items():
         entries[name]["input"] = path
     return entries
+
+
+def squeezed(markdown: str) -> str:
+    """A Markdown text with every table row's padding removed ("| a | b |"), so a test can
+    look for a row without knowing the column widths tabulate chose."""
+    rows = (
+        "| " + " | ".join(c.strip() for c in line.strip()[1:-1].split(" | ")) + " |"
+        if line.startswith("|")
+        else line
+        for line in markdown.splitlines()
+    )
+    return "\n".join(rows)

@@ -9,14 +9,12 @@ differs from what the committed JSON and src/paracl/params.py render.
 from __future__ import annotations
 
 import ast
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from stage_helpers import squeezed
 
 from paracl import report
 from paracl.errors import InputError
@@ -59,7 +57,7 @@ def test_a_hand_edited_table_is_caught(tmp_path):
     page = root / "README.md"
     page.write_text(report.fill(root, page, page.read_text()))
     assert page not in report.outdated(root)
-    page.write_text(page.read_text().replace("| 35.3 |", "| 36.3 |", 1))
+    page.write_text(page.read_text().replace("| 35.3 ", "| 36.3 ", 1))
     assert page in report.outdated(root)
 
 
@@ -73,7 +71,7 @@ def test_an_unknown_part_is_a_one_line_error(tmp_path):
 
 def test_pre_fix_rows_are_marked_and_others_not(tmp_path):
     root = _copy(tmp_path)
-    text = report.render_summary(root / "results", OLD, "table")
+    text = squeezed(report.render_summary(root / "results", OLD, "table"))
     assert report.pre_fix(root / "results", OLD)
     assert "| jcse ‡§ (3 seeds)" in text and "| none ‡ |" in text and "§: JCSE" in text
     (root / "results" / OLD / "summary.json").write_text(
@@ -105,21 +103,6 @@ def test_package_docstrings_list_the_modules_that_exist(package):
     doc = ast.get_docstring(ast.parse((directory / "__init__.py").read_text())) or ""
     for name in re.findall(r"\b([a-z_][a-z0-9_]*)\.py\b", doc):
         assert name in modules, f"paracl.{package}'s docstring names {name}.py, which is gone"
-
-
-def test_mkdocs_build_strict(tmp_path):
-    mkdocs = shutil.which("mkdocs", path=str(Path(sys.executable).parent)) or shutil.which("mkdocs")
-    if mkdocs is None:
-        pytest.skip("mkdocs is not installed (make setup installs it with the dev extra)")
-    result = subprocess.run(
-        [mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},  # Material's end-of-life notice
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
 
 
 def test_snapshot_of_the_default_run_and_its_heatmaps(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from stage_helpers import load_stage, run_stage
+from stage_helpers import load_stage, run_stage, squeezed
 
 from paracl.evaluation.encoder import EmbeddingCache, load_encoder
 from paracl.evaluation.finetune import FinetuneConfig, finetune_task
@@ -394,14 +394,14 @@ def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):
         load_stage("evaluate_finetune").main(load_params())
 
     run_stage("summary", load_params())  # the params file's tasks: some not run here
-    table = (tmp_path / "metrics/summary.md").read_text()
+    table = squeezed((tmp_path / "metrics/summary.md").read_text())
     assert "| none |" in table and "STS-B (spearman)" in table and "- none: tiny/bert" in table
 
     results = load_results(tmp_path / "metrics/eval", ["none", "ppdb"], ["snli", "stsb"])
     summary = build_summary(results, ["snli", "stsb"])
     assert [c["task"] for c in summary["columns"]] == ["stsb", "snli"]  # Table 3 order
     assert summary["methods"]["none"]["avg"] is None  # SNLI missing → no average
-    md = to_markdown(summary)
+    md = squeezed(to_markdown(summary))
     assert "| none | " in md and "n/a" in md and "not in the offline mirror" in md
     only = build_summary(results, ["stsb"])
     assert only["methods"]["none"]["avg"] == pytest.approx(stsb["score"])

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from stage_helpers import squeezed
 
 from paracl.errors import InputError
 from paracl.evaluation.jcse_readers import (
@@ -160,7 +161,7 @@ def test_summary_has_table_6s_layout_and_jcses_claims():
         for s in (1, 2, 3):
             results[f"{method}_s{s}"] = result(mrr + s, map_ + s / 2)
     summary = build_summary(results, ["qabot"], "all", groups)
-    md = to_markdown(summary)
+    md = squeezed(to_markdown(summary))
     assert "QAbot by metric (×100):" in md and "| Method | MRR | MAP | P@1 | P@5 |" in md
     assert "| jcse | 72.0 ± 1.0 | 62.0 ± 0.5 | 50.0 ± 0.0 | 20.0 ± 0.0 |" in md
     claims = {(c["method"], c["other"]): c for c in summary["claims"]}

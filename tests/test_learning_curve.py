@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from stage_helpers import squeezed
 
 from paracl import presets
 from paracl.cli import main
@@ -115,11 +116,11 @@ def test_a_committed_curve_renders_as_a_table_and_a_plot(train_dir, tmp_path):
     rows = points(SUMMARY, train_dir)
     write_csv(rows, root / "results" / "lc" / "learning_curve.csv")
     assert read_csv(root / "results" / "lc" / "learning_curve.csv") == rows
-    text = table(rows, 30.0)
+    text = squeezed(table(rows, 30.0))
     assert "| 0 (none) | 30.0 | 30.0 |" in text and "| 8 | 40.0 ± 0.5 |  |" in text
     page = root / "docs" / "results.md"
     page.parent.mkdir()
-    block = report.render_block(root, page, "lc", "curve")
+    block = squeezed(report.render_block(root, page, "lc", "curve"))
     assert "| 64 | 52.0 ± 1.0 |  |" in block and "](img/lc-curve.png)" in block
     (root / "docs" / "img").mkdir()
     assert root / "docs" / "img" / "lc-curve.png" in report.draw_plots(root)

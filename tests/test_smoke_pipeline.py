@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 from smoke_helpers import smoke_project, snapshot
-from stage_helpers import dep_paths, expand_stages
+from stage_helpers import dep_paths, expand_stages, squeezed
 from test_pipeline_dvc import dvc
 
 from paracl.io import read_parquet
@@ -116,7 +116,7 @@ def test_repro_runs_every_stage_and_leaves_a_clean_status(runs):
     assert not missing, f"outputs not written: {missing}"
     status = dvc("status", cwd=project)
     assert status.returncode == 0 and "up to date" in status.stdout, status.stdout
-    summary = (project / "metrics/summary.md").read_text()
+    summary = squeezed((project / "metrics/summary.md").read_text())
     assert "| jcse |" in summary and "| none |" in summary, summary
     hashes = snapshot(project)
     assert_default_paths(project, summary)

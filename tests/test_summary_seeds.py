@@ -5,6 +5,7 @@ the seeds."""
 from __future__ import annotations
 
 import pytest
+from stage_helpers import squeezed
 
 from paracl.evaluation.summary import (
     NOT_RUN,
@@ -65,7 +66,7 @@ def test_row_is_mean_and_sd_over_seeds_with_effect_and_test():
     simcse = rows["simcse_unsup"]["vs_none"]  # +1 and -1: no effect, and not "holds"
     assert simcse["diff"] == pytest.approx(0.0) and simcse["p"] > 0.5 and not simcse["holds"]
     assert rows["ams"]["vs_none"]["p"] is None  # one seed: no test
-    md = to_markdown(summary)
+    md = squeezed(to_markdown(summary))
     assert "| ppdb (3 seeds) | 41.0 ± 1.0 | 41.0 ± 1.0 | **+11.0 ± 1.0** |" in md
     assert "| ams | 35.0 | 35.0 | +5.0 | n/a (1 seed) |" in md
     assert "t-test over training seeds" in md
@@ -73,7 +74,7 @@ def test_row_is_mean_and_sd_over_seeds_with_effect_and_test():
 
 def test_one_seed_each_keeps_the_plain_table():
     results = {"none": {"stsb": _result(50.0)}, "jcse": {"stsb": _result(49.5)}}
-    md = to_markdown(build_summary(results, ["stsb"], "all"))
+    md = squeezed(to_markdown(build_summary(results, ["stsb"], "all")))
     assert "p (seeds)" not in md and "| jcse | 49.5 | 49.5 | −0.5 |" in md
 
 
@@ -85,12 +86,12 @@ def test_no_spread_and_a_missing_seed():
     summary = build_summary(results, ["stsb"], "all", GROUPS)
     row = summary["methods"]["ppdb"]
     assert row["avg"] is None and row["tasks"]["stsb"]["score"] is None
-    md = to_markdown(summary)
+    md = squeezed(to_markdown(summary))
     assert "n/a" in md and "- ppdb / stsb: 1 of 2 seeds scored; not yet: ppdb_s2" in md
     # a seed skipped for a reason keeps that reason
     results["ppdb_s2"]["stsb"] = {**_result(0.0), "score": None, "skipped": "no test labels"}
     results["ppdb_s3"] = {"stsb": _result(52.0)}
-    md = to_markdown(build_summary(results, ["stsb"], "all", GROUPS))
+    md = squeezed(to_markdown(build_summary(results, ["stsb"], "all", GROUPS)))
     assert "- ppdb / stsb: no test labels" in md and "seeds scored" not in md
 
 
@@ -103,7 +104,7 @@ def test_unsupervised_sts_sets_get_a_breakdown_table():
                "ppdb_s1": {"unsup_sts_en": unsup(42.0, 55.0)},
                "ppdb_s2": {"unsup_sts_en": unsup(44.0, 57.0)}}  # fmt: skip
     summary = build_summary(results, ["unsup_sts_en"], "all", GROUPS)
-    md = to_markdown(summary)
+    md = squeezed(to_markdown(summary))
     assert "| Method | STS12 | SICKRelatedness |" in md  # SimCSE's order, not alphabetical
     assert "| none | 40.0 | 50.0 |" in md and "| ppdb | 43.0 ± 1.4 | 56.0 ± 1.4 |" in md
 
@@ -111,7 +112,7 @@ def test_unsupervised_sts_sets_get_a_breakdown_table():
     results["none"]["unsup_sts_en"]["sets"]["STS12"] = {"pairs": 1}
     results["none"]["pi_en"] = {**_result(70.0), "kind": "pi", "sets": {"mrpc": {"accuracy": 70}}}
     summary = build_summary(results, ["unsup_sts_en", "pi_en"], "all", GROUPS)
-    md = to_markdown(summary)
+    md = squeezed(to_markdown(summary))
     assert "| none | n/a | 50.0 |" in md and "mrpc" not in md
 
 
@@ -202,7 +203,7 @@ def test_a_claim_on_another_kind_of_task_is_not_tested_on_cosine_sts():
     [claim] = summary["claims"]
     assert "diff" not in claim and "fine-tuned" in claim["untested"]
     text = to_markdown(summary)
-    assert "Not tested here: PPDB Table 3" in text and "| Claim |" not in text  # no empty table
+    assert "Not tested here:\n\n- PPDB Table 3" in text and "| Claim" not in text  # no empty table
 
 
 def test_a_claims_on_column_is_the_tables_own_average_and_tiny_p_is_not_zero():

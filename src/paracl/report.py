@@ -35,6 +35,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from paracl.errors import InputError
 from paracl.io import atomic_path, read_json
+from paracl.tables import markdown_table
 
 MARKER = re.compile(
     r"<!-- report:(@?[A-Za-z0-9_.-]+)(?::([a-z]+))? -->\n(.*?)<!-- /report -->\n", re.S
@@ -126,16 +127,6 @@ def ordered(summary: dict) -> dict:
     return {**summary, "methods": {m: summary["methods"][m] for m in names}}
 
 
-def marked(text: str, summary: dict, stale: bool) -> str:
-    """`text` with each row's marks after its method name (table rows and list items;
-    the names stay untouched in the summary, whose `none` row the renderer looks up)."""
-    for name, row in summary["methods"].items():
-        mark = _marks(name, row, stale)
-        if mark:
-            text = re.sub(rf"(?m)^(\| |- ){re.escape(name)}(?=[ :])", rf"\g<1>{name} {mark}", text)
-    return text
-
-
 # -- rendering tables --------------------------------------------------------------------
 
 
@@ -147,7 +138,8 @@ def split_parts(markdown: str) -> dict[str, str]:
         if re.match(r"^[^|\n]* by set \(", para):
             parts["sets"] = "\n\n".join(paras[i : i + 2])
         elif para.startswith("The papers' claims"):
-            parts["claims"] = "\n\n".join(paras[i : i + 3])
+            end = next((j for j in range(i, len(paras)) if paras[j].startswith("Base model")), None)
+            parts["claims"] = "\n\n".join(paras[i:end])
     return parts
 
 
@@ -161,7 +153,8 @@ def render_summary(results: Path, name: str, part: str) -> str:
 
     summary = ordered(read_json(results / name / "summary.json"))
     stale = pre_fix(results, name)
-    text = marked(split_parts(to_markdown(summary))[part], summary, stale)
+    marks = {method: _marks(method, row, stale) for method, row in summary["methods"].items()}
+    text = split_parts(to_markdown(summary, marks=marks))[part]
     if not text:
         raise InputError(f"results/{name}/summary.json has no '{part}' part")
     return text + _legend(text, stale)
@@ -196,8 +189,7 @@ def render_theta(results: Path, name: str) -> str:
         ppdb = (tc.summary_of(rec).get("methods") or {}).get("ppdb") or {}
         if ppdb.get("vs_none") and theta is not None:
             effects.setdefault(float(theta), []).append(ppdb["vs_none"])
-    lines = ["| θ | ppdb, STS avg (mean ± sd over seeds) | Δ vs none | p (seeds) | experiments |",
-             "|---|---|---|---|---|"]  # fmt: skip
+    table = []
     for r in rows:
         found = effects.get(r["theta"], [])
         diff = p = ""
@@ -207,12 +199,12 @@ def render_theta(results: Path, name: str) -> str:
             diff = f"**{diff}**" if eff.get("holds") else diff
             p = "" if eff.get("p") is None else format_p(eff["p"])
         value = f"{r['value']:.1f}" + ("" if r["std"] is None else f" ± {r['std']:.1f}")
-        lines.append(f"| {r['theta']:g} | {value} | {diff} | {p} | {r['n_experiments']} |")
-    lines += [
-        "",
-        "Bold: p < 0.05 and every seed moves the same way (the summary's test over seeds).",
-    ]
-    text = "\n".join(lines)
+        table.append([f"{r['theta']:g}", value, diff, p, r["n_experiments"]])
+    header = ["θ", "ppdb, STS avg (mean ± sd over seeds)", "Δ vs none", "p (seeds)", "experiments"]
+    text = (
+        markdown_table(header, table)
+        + "\n\nBold: p < 0.05 and every seed moves the same way (the summary's test over seeds)."
+    )
     if pre_fix(results, name):
         text += f"\n\n{PRE_FIX_NOTE} Every row ‡: {MARKS['‡']}."
     return text
@@ -324,7 +316,7 @@ def render_sources() -> str:
     by_source: dict[str, list] = {}
     for entry in load_registry():
         by_source.setdefault(entry.source, []).append(entry)
-    lines = ["| source | files | bytes | licence | checksum from |", "|---|---|---|---|---|"]
+    table = []
     for source, files in sorted(by_source.items()):
         sizes = [f.bytes for f in files]
         known = [n for n in sizes if n is not None]
@@ -335,11 +327,9 @@ def render_sources() -> str:
         origin = "; ".join(sorted({f.checksum_from for f in files if f.checksum_from}))
         origin += f" ({unverified} without a published checksum)" if unverified else ""
         licences = "; ".join(sorted({f.license for f in files}))
-        lines.append(
-            f"| `{source}` | {len(files)} | {size} | {_cell(licences)} | {_cell(origin)} |"
-        )
+        table.append([f"`{source}`", len(files), size, licences, origin])
     return (
-        "\n".join(lines)
+        markdown_table(["source", "files", "bytes", "licence", "checksum from"], table)
         + "\n\n<small>Rendered by `paracl report` from `src/paracl/fetch/sources.tsv`.</small>"
     )
 
@@ -348,15 +338,16 @@ def render_tasks() -> str:
     """The evaluation task registry: metric, group, the paper's split sizes, hyperparameters."""
     from paracl.evaluation.tasks import TASKS
 
-    lines = ["| task | lang | metric | group | paper's train / dev / test | epochs, lr, batch from |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    table = []
     for name, t in TASKS.items():
         sizes = getattr(t, "paper_sizes", None)
         sizes = " / ".join(f"{n:,}" for n in sizes) if sizes else "–"
-        lines.append(f"| `{name}` ({_cell(t.title)}) | {t.lang} | {t.metric} | {t.group} | "
-                     f"{sizes} | {_cell(t.hp_source)} |")  # fmt: skip
+        table.append([f"`{name}` ({t.title})", t.lang, t.metric, t.group, sizes,
+                      t.hp_source])  # fmt: skip
+    header = ["task", "lang", "metric", "group", "paper's train / dev / test",
+              "epochs, lr, batch from"]  # fmt: skip
     return (
-        "\n".join(lines)
+        markdown_table(header, table)
         + "\n\n<small>Rendered by `paracl report` from `src/paracl/evaluation/tasks.py`.</small>"
     )
 
@@ -450,11 +441,6 @@ def _type_words(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
-def _cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return " ".join(text.split()).replace("|", "\\|")
-
-
 def _range(meta: dict) -> str:
     lo, hi = meta.get("min"), meta.get("max")
     if lo is not None and hi is not None:
@@ -468,7 +454,7 @@ def _help(key: str, meta: dict, notes: dict[str, str]) -> str:
     return meta.get("help") or notes.get(key) or notes.get(key.replace("{en,ja}", "en"), "")
 
 
-def _rows(keys: list[Field], prefix: str, notes: dict[str, str]) -> list[str]:
+def _rows(keys: list[Field], prefix: str, notes: dict[str, str]) -> list[list[str]]:
     """One table row per key (a section's fields), nested sections flattened into dotted keys."""
     out = []
     for f in keys:
@@ -479,7 +465,7 @@ def _rows(keys: list[Field], prefix: str, notes: dict[str, str]) -> list[str]:
                 "{" + ",".join(get_args(names)) + "}" if get_origin(names) is Literal else "<name>"
             )
             if meta.get("help"):
-                out.append(f"| `{key}` | mapping | | required | {_cell(meta['help'])} |")
+                out.append([f"`{key}`", "mapping", "", "required", meta["help"]])
             out += _rows(fields(get_args(tp)[1]), f"{key}.{sub}.", notes)
             continue
         if is_dataclass(tp):
@@ -487,12 +473,12 @@ def _rows(keys: list[Field], prefix: str, notes: dict[str, str]) -> list[str]:
             continue
         default = "required" if f.default is MISSING and f.default_factory is MISSING else _yaml(
             f.default if f.default is not MISSING else f.default_factory())  # fmt: skip
-        out.append(f"| `{key}` | {_type_words(tp)} | {_range(meta)} | {default} | "
-                   f"{_cell(_help(key, meta, notes))} |")  # fmt: skip
+        out.append([f"`{key}`", _type_words(tp), _range(meta), default,
+                    _help(key, meta, notes)])  # fmt: skip
     return out
 
 
-HEAD = "| key | type | range | schema default | what it does |\n|---|---|---|---|---|"
+HEAD = ["key", "type", "range", "schema default", "what it does"]
 
 
 def _loss_sections() -> list[str]:
@@ -515,9 +501,8 @@ def _loss_sections() -> list[str]:
         if not keys:
             out += ["No keys of its own.", ""]
             continue
-        out += ["| key | type | default |", "|---|---|---|"]
-        out += [f"| `{f.name}` | {_type_words(f.type)} | {_yaml(f.default)} |" for f in keys]
-        out.append("")
+        rows = [[f"`{f.name}`", _type_words(f.type), _yaml(f.default)] for f in keys]
+        out += [markdown_table(["key", "type", "default"], rows), ""]
     return out
 
 
@@ -539,14 +524,13 @@ def params_reference(params_yaml: Path = Path("params.yaml")) -> str:
            "of the default run are in params.yaml, with a comment on each (the last column "
            "is the key's `help=` in params.py, else that comment). Presets "
            "([Presets](../presets.md)) change some of them.", "",
-           "## Top level", "", HEAD]  # fmt: skip
-    out += _rows(top, "", notes)
+           "## Top level", "", markdown_table(HEAD, _rows(top, "", notes))]  # fmt: skip
     for f in sections:
         doc = (f.type.__doc__ or "").strip()
         out += ["", f"## `{f.name}`", ""]
         if doc and not doc.startswith(f.type.__name__ + "("):
             out += [" ".join(doc.split()), ""]
-        out += [HEAD, *_rows(fields(f.type), f"{f.name}.", notes)]
+        out.append(markdown_table(HEAD, _rows(fields(f.type), f"{f.name}.", notes)))
     out += ["", *_loss_sections()]
     return "\n".join(out).rstrip("\n") + "\n"
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from paracl.io import atomic_path
+from paracl.tables import markdown_table
 
 
 def steps(result: dict, train_dir: Path) -> int:
@@ -76,17 +77,17 @@ def table(rows: list[dict], baseline: float | None, decimals: int = 1) -> str:
     fams = list(dict.fromkeys(r["family"] for r in rows))
     by = {(r["family"], r["steps"]): r for r in rows}
     fmt = f"{{:.{decimals}f}}"
-    lines = ["| steps | " + " | ".join(fams) + " |", "|---|" + "---|" * len(fams)]
+    table = []
     if baseline is not None:
-        lines.append("| 0 (none) | " + " | ".join([fmt.format(baseline)] * len(fams)) + " |")
+        table.append(["0 (none)", *[fmt.format(baseline)] * len(fams)])
     for n in sorted({r["steps"] for r in rows}):
         cells = []
         for fam in fams:
             r = by.get((fam, n))
             sd = "" if r is None or r["std"] is None else " ± " + fmt.format(r["std"])
             cells.append("" if r is None else fmt.format(r["value"]) + sd)
-        lines.append(f"| {n} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        table.append([n, *cells])
+    return markdown_table(["steps", *fams], table)
 
 
 def plot(rows: list[dict], path: Path, baseline: float | None) -> None:

@@ -34,6 +34,7 @@ from scipy import stats
 
 from paracl.evaluation.tasks import job_info
 from paracl.io import read_json
+from paracl.tables import header_cells, markdown_table
 
 GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")
 ALPHA = 0.05  # significance level of the t-test over seeds
@@ -355,9 +356,10 @@ def _task_cell(cell: dict, fmt: str) -> str:
     return text + (" †" if cell["official_split"] is False else "")
 
 
-def to_markdown(summary: dict, decimals: int = 1) -> str:
-    """Table-3-style Markdown: a group header row, a task row, one row per method, then
-    (with a `none` row) the difference to it and the test over seeds."""
+def to_markdown(summary: dict, decimals: int = 1, marks: dict[str, str] | None = None) -> str:
+    """Table-3-style Markdown: a header row (each task under its group), one row per
+    method, then (with a `none` row) the difference to it and the test over seeds. `marks`
+    puts a note mark after a method's name (the report's pre-fix marks)."""
     cols, rows = summary["columns"], summary["methods"]
     fmt = f"{{:.{decimals}f}}"
     seeded = any(len(r.get("runs", {})) > 1 for r in rows.values())
@@ -366,20 +368,15 @@ def to_markdown(summary: dict, decimals: int = 1) -> str:
     blocks = _avg_blocks(summary)
     if len(blocks) == 1:  # the one Avg. keeps its long-standing header
         effect = [e.replace("Δ vs", "Δ Avg. vs") for e in effect]
-    groups = [c["group"] for c in cols]
-    head1 = ["", *groups, *([""] * (len(blocks) * (1 + len(effect))))]
-    for i in range(len(groups) - 1, 0, -1):  # a group named once, as Table 3 does
-        if groups[i] == groups[i - 1]:
-            head1[i + 1] = ""
-    head2 = ["Method", *(f"{c['title']} ({c['metric']})" for c in cols)]
+    titles = [f"{c['title']} ({c['metric']})" for c in cols]
+    header = ["Method", *header_cells(titles, [c["group"] for c in cols])]
     for title, _ in blocks:
-        head2 += [title, *effect]
-    lines = ["| " + " | ".join(head1) + " |", "| " + " | ".join(head2) + " |",
-             "|" + "---|" * len(head2)]  # fmt: skip
-    notes, daggers, not_run = [], False, False
+        header += [title, *effect]
+    body, notes, daggers, not_run = [], [], False, False
     for method, row in rows.items():
         n_runs = len(row.get("runs", {}))
-        cells = [f"{method} ({n_runs} seeds)" if n_runs > 1 else method]
+        name = f"{method} {(marks or {}).get(method, '')}".strip()
+        cells = [f"{name} ({n_runs} seeds)" if n_runs > 1 else name]
         for c in cols:
             cell = row["tasks"][c["task"]]
             if cell["score"] is None:
@@ -392,8 +389,8 @@ def to_markdown(summary: dict, decimals: int = 1) -> str:
             cells.append(_task_cell(cell, fmt))
         for _, on in blocks:
             cells += _avg_cells(row, on, fmt, with_effect, seeded)
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", _legend_line(summary, blocks)]
+        body.append(cells)
+    lines = [markdown_table(header, body), "", _legend_line(summary, blocks)]
     if seeded and effect:
         lines.append(f"p: {summary['test']}; **bold** where p < {ALPHA} and every seed "
                      "moves the same way (the difference holds across seeds).")  # fmt: skip
@@ -404,12 +401,11 @@ def to_markdown(summary: dict, decimals: int = 1) -> str:
     if daggers:
         lines.append("† not the official split: a seeded re-split of what exists offline "
                      "(see split_note in metrics/eval/<method>/<task>.json).")  # fmt: skip
-    lines += (
-        _breakdowns(summary, fmt) + _claims(summary, fmt) + ["", "Base model that ran, per method:"]
-    )
+    lines += _breakdowns(summary, fmt) + _claims(summary, fmt)
+    lines += ["", "Base model that ran, per method:", ""]
     lines += [f"- {m}: {', '.join(r['base_models']) or 'unknown'}" for m, r in rows.items()]
     if notes:
-        lines += ["", "Missing cells:", *notes]
+        lines += ["", "Missing cells:", "", *notes]
     return "\n".join(lines) + "\n"
 
 
@@ -420,11 +416,18 @@ def _baseline_has_spread(rows: dict) -> bool:
 
 def _legend_line(summary: dict, blocks: list) -> str:
     head = "Scores ×100; mean over seeds ± standard deviation where n > 1."
+    head += _one_group(summary)
     if len(blocks) > 1:
         return (f"{head} {MEASURES['unsup']}: the columns without fine-tuning; "
                 f"{MEASURES['finetune']}: the fine-tuned ones; Δ and p of each against none.")  # fmt: skip
     over = "fine-tuned tasks" if summary["avg_over"] == "finetune" else "all columns"
     return f"{head} Avg. over {over}."
+
+
+def _one_group(summary: dict) -> str:
+    """ " Every task column: <group>." where the header cells do not name one (one group)."""
+    groups = {c["group"] for c in summary["columns"]}
+    return f" Every task column: {groups.pop()}." if len(groups) == 1 else ""
 
 
 SET_ORDER = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
@@ -441,15 +444,15 @@ def _breakdowns(summary: dict, fmt: str) -> list[str]:
             continue
         names = sorted(with_sets[0], key=lambda n: (SET_ORDER + (n,)).index(n))
         by = "metric (×100)" if col["kind"] == "retrieval" else f"set ({col['metric']} ×100)"
-        lines += ["", f"{col['title']} by {by}:", "",
-                  "| Method | " + " | ".join(names) + " |", "|" + "---|" * (len(names) + 1)]  # fmt: skip
+        table = []
         for method, cell in rows.items():
             if not cell.get("sets"):
                 continue
             sds = cell.get("sets_std") or {}
-            texts = [("n/a" if cell["sets"].get(n) is None else fmt.format(cell["sets"][n]))
-                     + (f" ± {fmt.format(sds[n])}" if n in sds else "") for n in names]  # fmt: skip
-            lines.append(f"| {method} | " + " | ".join(texts) + " |")
+            table.append([method, *(
+                ("n/a" if cell["sets"].get(n) is None else fmt.format(cell["sets"][n]))
+                + (f" ± {fmt.format(sds[n])}" if n in sds else "") for n in names)])  # fmt: skip
+        lines += ["", f"{col['title']} by {by}:", "", markdown_table(["Method", *names], table)]
     return lines
 
 
@@ -463,18 +466,16 @@ def _claims(summary: dict, fmt: str) -> list[str]:
     lines = ["", "The papers' claims, each on its paper's kind of task:", ""]
     titles = {m: title for title, m in _avg_blocks(summary)}  # "On": the table's own column
     if tested:  # no table header without a row
-        lines += ["| Claim | On | Δ | p | Holds |", "|---|---|---|---|---|"]
+        table = []
         for c in tested:
             on = titles.get(c.get("measure"), "Avg.")
             diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
             p = "n/a (one seed or no spread)" if c["p"] is None else format_p(c["p"])
-            holds = "yes" if c["holds"] else "no"
-            lines.append(f"| {c['claim']} | {on} | {diff} | {p} | {holds} |")
+            table.append([c["claim"], on, diff, p, "yes" if c["holds"] else "no"])
+        lines.append(markdown_table(["Claim", "On", "Δ", "p", "Holds"], table))
         lines += ["", f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0."]
-    for c in found:
-        if "untested" in c:
-            lines.append(f"Not tested here: {c['claim']} ({c['untested']}).")
-    return lines
+    untested = [f"- {c['claim']} ({c['untested']})." for c in found if "untested" in c]
+    return lines + (["", "Not tested here:", "", *untested] if untested else [])
 
 
 def _effect_cells(effect: dict | None, fmt: str, seeded: bool) -> list[str]:
