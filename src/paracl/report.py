@@ -15,7 +15,8 @@ when a block differs from what this renders, so a re-measured result cannot be s
 with old numbers. The configuration reference (docs/reference/params.md) is generated
 the same way, from the dataclasses of `paracl.params`, so it cannot drift either.
 
-Plots go to docs/img/: bars with the seed spread per method, the θ curve
+Plots go to docs/img/: each method's difference to `none` with its seeds and their
+spread (`plot_summary`), the θ curve
 (`paracl.evaluation.theta_curve`) and the round-trip heatmaps where their data is in
 results/default/heatmaps/ (`paracl.roundtrip.heatmap`). They are small, committed, and
 redrawn by the same command.
@@ -213,45 +214,88 @@ def render_theta(results: Path, name: str) -> str:
 # -- plots ---------------------------------------------------------------------------------
 
 
-def plot_summary(summary: dict, path: Path, title: str, marks: dict[str, str]) -> None:
-    """Bars: each method's mean Avg. with its seeds' sd, every seed a dot, `none` a line."""
-    from paracl.plots import png_figure
+def effect_panels(summary: dict) -> list[tuple[str, dict[str, list[float]]]]:
+    """What the effect plot shows: per panel a label and each method's values, one per
+    seed (a missing score dropped). One panel per measure the summary has (unsup.,
+    fine-tuned: the table's column groups, each with its own Δ), else its Avg."""
+    from paracl.evaluation.summary import MEASURES
+
+    def values(runs: dict | None) -> list[float]:
+        return [float(v) for v in (runs or {}).values() if v is not None]
 
     rows = summary["methods"]
-    names = list(rows)[::-1]  # first row on top
-    seeds = [v for r in rows.values() for v in (r.get("runs") or {}).values() if v is not None]
-    with png_figure(path, dpi=80, figsize=(6.4, 0.42 * len(names) + 1.2)) as (_, ax):
-        for y, name in enumerate(names):
-            runs = [v for v in (rows[name].get("runs") or {}).values() if v is not None]
-            if not runs:
-                continue
-            mean = sum(runs) / len(runs)
-            spread = rows[name].get("avg_std") or 0.0
-            ax.barh(y, mean, xerr=spread or None, color="#7aa6d6", capsize=3)
-            ax.scatter(runs, [y] * len(runs), color="#1f3b5c", s=12, zorder=3)
-        base = (rows.get("none") or {}).get("avg")
-        if base is not None:
-            ax.axvline(base, color="#c0392b", linestyle="--", linewidth=1, label="none")
-            ax.legend(loc="lower right", fontsize=8)
-        ax.set_yticks(
-            range(len(names)), [f"{n} {marks.get(n, '')}".strip() for n in names], fontsize=8
-        )
-        ax.set_xlabel("Avg. (×100); bar: mean ± sd over seeds, dots: seeds", fontsize=8)
-        ax.set_title(title, fontsize=10)
-        ax.set_xlim(left=max(0.0, min(seeds, default=0.0) - 10))
+    kinds = summary.get("measures") or []
+    if not kinds:
+        return [("Avg.", {m: values(r.get("runs")) for m, r in rows.items()})]
+    return [(MEASURES.get(k, k), {m: values(((r.get("measures") or {}).get(k) or {}).get("runs"))
+                                  for m, r in rows.items()}) for k in kinds]  # fmt: skip
 
 
-def plot_heatmaps(directory: Path, path: Path) -> bool:
+def plot_summary(summary: dict, path: Path, title: str, marks: dict[str, str]):
+    """One panel per measure (effect_panels), a row per method, first on top. Returns the
+    (closed) Figure, for tests."""
+    from paracl.plots import png_figure
+
+    panels = effect_panels(summary)
+    names = list(summary["methods"])[::-1]
+    size = (4.0 * len(panels) + 2.4, 0.38 * len(names) + 1.6)
+    figure = png_figure(path, dpi=90, figsize=size, ncols=len(panels), sharey=True, squeeze=False)
+    with figure as (fig, axes):
+        for ax, (label, values) in zip(axes[0], panels, strict=True):
+            _effect_axes(ax, names, values, label)
+        labels = [f"{n} {marks.get(n, '')}".strip() for n in names]
+        axes[0][0].set_yticks(range(len(names)), labels, fontsize=8)
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def _effect_axes(ax, names: list[str], values: dict[str, list[float]], label: str) -> None:
+    """Each method's seeds as differences to `none`'s mean: every seed a dot, a bar from 0
+    to their mean with ± their sd, 0 (= none) a black line and none's own spread (its
+    fine-tuning seeds, where it has several) a grey band, so an effect inside the noise
+    looks like one. Without a `none` row, the values themselves on an axis from zero."""
+    import statistics
+
+    base = values.get("none") or []
+    centre = statistics.fmean(base) if base else 0.0
+    ends = [0.0]
+    for y, name in enumerate(names):
+        runs = [v - centre for v in values.get(name) or []]
+        if not runs:
+            ax.text(0, y, "  no score", va="center", fontsize=7, color="grey")
+            continue
+        mean = statistics.fmean(runs)
+        sd = statistics.stdev(runs) if len(runs) > 1 else 0.0
+        colour = "#bbbbbb" if name == "none" else "#7aa6d6"
+        ax.barh(y, mean, height=0.6, color=colour, xerr=sd or None, capsize=3)
+        ax.scatter(runs, [y] * len(runs), color="#1f3b5c", s=14, zorder=3)
+        ends += [*runs, mean - sd, mean + sd]
+    spread = statistics.stdev(base) if len(base) > 1 else 0.0
+    if spread:
+        ax.axvspan(-spread, spread, color="grey", alpha=0.2, linewidth=0)
+    ax.axvline(0, color="black", linewidth=0.8)
+    pad = 0.08 * (max(ends) - min(ends)) or 1.0
+    bars_from_zero = not base and min(ends) >= 0
+    ax.set_xlim(0.0 if bars_from_zero else min(ends) - pad, max(ends) + pad)
+    what = f"Δ {label} vs none" if base else f"{label} (axis from 0; no none row)"
+    how = "dots: seeds; bar: mean ± sd" + ("; grey: none ± sd" if spread else "")
+    ax.set_xlabel(f"{what} (×100)\n{how}", fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.grid(axis="x", alpha=0.3)
+
+
+def plot_heatmaps(directory: Path, path: Path):
     """The round-trip heatmaps (paper Figures 1 and 3) from the bin CSVs the tag and
-    generate_paraphrases stages write (one row per pair: sim_bin, bleu_bin)."""
+    generate_paraphrases stages write (one row per pair: sim_bin, bleu_bin). Returns the
+    (closed) Figure, or None where there is no CSV."""
     import numpy as np
     import pandas as pd
 
-    from paracl.roundtrip.heatmap import write_png
+    from paracl.roundtrip.heatmap import tags_of, write_png
 
     files = sorted(directory.glob("*.csv")) + sorted(directory.glob("generated/*.csv"))
     if not files:
-        return False
+        return None
     panels = {}
     for f in files:
         rows = pd.read_csv(f, dtype=str)
@@ -259,10 +303,9 @@ def plot_heatmaps(directory: Path, path: Path) -> bool:
         sim, bleu = (
             np.array([float(b.split("-")[0]) + 5 for b in rows[c]]) for c in ("sim_bin", "bleu_bin")
         )
-        title = "round trip (Fig. 1)" if f.parent == directory else f.stem.replace("_", " ")
+        title = "round trip (Fig. 1)" if f.parent == directory else tags_of(f.stem)
         panels[title] = (sim, bleu)
-    write_png(panels, path)
-    return True
+    return write_png(panels, path)
 
 
 def draw_plots(root: Path) -> list[Path]:
@@ -280,7 +323,8 @@ def draw_plots(root: Path) -> list[Path]:
             )
         else:
             data = [read_json(p) for p in _data_files(results / name)]
-            tc.plot(tc.curve(tc.points(data, "ppdb", "avg")), out, "ppdb", "avg")
+            rows = tc.curve(tc.points(data, "ppdb", "avg"))
+            tc.plot(rows, out, "ppdb", "avg", tc.planned(data), tc.baseline(data, "avg"))
         written.append(out)
         heat = root / IMG / f"{name}-heatmaps.png"
         if plot_heatmaps(results / name / "heatmaps", heat):

@@ -90,30 +90,27 @@ def table(rows: list[dict], baseline: float | None, decimals: int = 1) -> str:
     return markdown_table(["steps", *fams], table)
 
 
-def plot(rows: list[dict], path: Path, baseline: float | None) -> None:
-    """One line per family, ± the seeds' sd, the untrained base as a dashed line."""
-    import matplotlib
+def plot(rows: list[dict], path: Path, baseline: float | None):
+    """One marker per measured (family, steps) ± the seeds' sd; a family's markers joined
+    only where no step measured by any family lies between them (a step count one family
+    skipped is not drawn as if it had been run); the untrained base a dashed line.
+    Returns the (closed) Figure."""
+    from paracl.plots import measured_curve, png_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    for fam in dict.fromkeys(r["family"] for r in rows):
-        line = [r for r in rows if r["family"] == fam]
-        errs = [r["std"] or 0.0 for r in line]
-        ax.errorbar([r["steps"] for r in line], [r["value"] for r in line],
-                    yerr=errs if any(errs) else None, marker="o", capsize=3, label=fam)  # fmt: skip
-    if baseline is not None:
-        ax.axhline(baseline, linestyle="--", color="grey", label="none (base)")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("training steps")
-    ax.set_ylabel("STS avg (± sd over seeds)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    grid = {r["steps"] for r in rows}
+    with png_figure(path, dpi=120, figsize=(5.5, 3.8)) as (fig, ax):
+        for fam in dict.fromkeys(r["family"] for r in rows):
+            measured_curve(ax, [r for r in rows if r["family"] == fam], "steps", grid, label=fam)
+        if baseline is not None:
+            ax.axhline(baseline, linestyle="--", color="grey", label="none (0 steps)")
+        ax.set_xscale("log", base=2)
+        ax.minorticks_off()
+        ax.set_xticks(sorted(grid), [str(n) for n in sorted(grid)])
+        ax.set_xlabel("training steps (only the marked ones were run)")
+        ax.set_ylabel("STS avg (± sd over seeds)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return fig
 
 
 def learning_curve(

@@ -151,30 +151,50 @@ def write_csv(rows: list[dict], path: str | Path, metric: str = "dev_avg") -> No
             )
 
 
-def plot(rows: list[dict], path: str | Path, method: str, metric: str) -> None:
-    """Line plot of the metric against θ, ± the seeds' sd where known, the best θ marked
-    (as the paper's Figure 2)."""
-    import matplotlib
+def planned(exp_show: list | dict) -> list[float]:
+    """Every θ of the sweep, measured or not: a curve joins two θ only where no planned
+    θ lies between them unmeasured."""
+    thetas = {params_of(rec).get("theta") for rec in sweep_records(exp_show)}
+    return sorted(float(t) for t in thetas if t is not None)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    from paracl.io import atomic_path
+def baseline(exp_show: list | dict, metric: str) -> float | None:
+    """`none`'s metric, the mean over the sweep's experiments (θ does not touch it)."""
+    values = [((summary_of(rec).get("methods") or {}).get("none") or {}).get(metric)
+              for rec in sweep_records(exp_show)]  # fmt: skip
+    values = [float(v) for v in values if v is not None]
+    return sum(values) / len(values) if values else None
 
-    xs, ys = [r["theta"] for r in rows], [r["value"] for r in rows]
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    errs = [r.get("std") or 0.0 for r in rows]
-    ax.errorbar(xs, ys, yerr=errs if any(errs) else None, marker="o", capsize=3)
-    best = max(range(len(rows)), key=lambda i: ys[i])
-    ax.scatter([xs[best]], [ys[best]], s=120, facecolors="none", edgecolors="red", zorder=3)
-    ax.set_xlabel("θ (keep rules with p(d|s) ≥ θ)")
-    ax.set_ylabel(f"{metric} ({method})")
-    ax.set_title(f"{metric} vs θ" + (" (± sd over seeds)" if any(errs) else ""))
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    with atomic_path(Path(path)) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+
+def plot(
+    rows: list[dict],
+    path: str | Path,
+    method: str,
+    metric: str,
+    grid: list[float] = (),
+    base: float | None = None,
+):
+    """The metric against θ, a marker ± the seeds' sd per measured θ, joined only between
+    neighbours of `grid` (planned), the best θ circled (as the paper's Figure 2) and
+    `none` a dashed line, so the θ effect is seen beside the effect of training at all.
+    Returns the (closed) Figure."""
+    from paracl.plots import measured_curve, png_figure
+
+    with png_figure(path, dpi=120, figsize=(5, 3.5)) as (fig, ax):
+        measured_curve(ax, rows, "theta", grid, label=method)
+        best = max(rows, key=lambda r: r["value"])
+        ax.scatter([best["theta"]], [best["value"]], s=120, facecolors="none",
+                   edgecolors="red", zorder=3, label=f"best θ ({best['theta']:g})")  # fmt: skip
+        if base is not None:
+            ax.axhline(base, linestyle="--", color="grey", label="none (untrained)")
+        ax.set_xticks([r["theta"] for r in rows])
+        ax.set_xlabel("θ (keep rules with p(d|s) ≥ θ)")
+        ax.set_ylabel(f"{metric} ({method})")
+        seeded = any(r.get("std") for r in rows)
+        ax.set_title(f"{metric} vs θ" + (" (± sd over seeds)" if seeded else ""))
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return fig
 
 
 def exp_show_json(repo: str | Path = ".") -> list:
@@ -208,5 +228,6 @@ def theta_curve(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out_dir / "theta_curve.csv", metric)
-    plot(rows, out_dir / "theta_curve.png", method, metric)
+    grid, base = planned(exp_show), baseline(exp_show, metric)
+    plot(rows, out_dir / "theta_curve.png", method, metric, grid, base)
     return rows

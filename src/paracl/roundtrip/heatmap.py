@@ -65,25 +65,41 @@ def write_csv_dir(panels: Panels, directory: str | Path) -> None:
         write_csv(plot_rows(sim, bleu), directory / f"{name}.csv")
 
 
-def write_png(panels: Panels, path: str | Path) -> None:
-    """One heatmap per panel title, side by side, with the percentage in each cell."""
+def tags_of(name: str) -> str:
+    """The inverse of write_csv_dir's file naming: SIM95_BLEU0_5 → <SIM95><BLEU0_5>
+    (a name without tags, such as `untagged`, stays as it is)."""
+    return f"<{name.replace('_BLEU', '><BLEU')}>" if name.startswith("SIM") else name
+
+
+def write_png(panels: Panels, path: str | Path, columns: int = 2):
+    """One heatmap per panel title, `columns` to a row (two stay legible at a page's
+    width), with the percentage in each cell. Returns the (closed) Figure."""
     n = max(len(panels), 1)
-    figure = png_figure(path, dpi=110, nrows=1, ncols=n, figsize=(4.6 * n, 4.4), squeeze=False)
-    with figure as (_, axes):
-        for ax, (title, (sim, bleu)) in zip(axes[0], panels.items(), strict=False):
+    ncols = min(n, columns)
+    nrows = -(-n // ncols)
+    figure = png_figure(path, dpi=100, nrows=nrows, ncols=ncols, squeeze=False,
+                        figsize=(4.4 * ncols, 4.2 * nrows))  # fmt: skip
+    with figure as (fig, axes):
+        for ax in axes.flat[len(panels) :]:
+            ax.set_axis_off()
+        for ax, (title, (sim, bleu)) in zip(axes.flat, panels.items(), strict=False):
             _draw(ax, title, sim, bleu)
+    return fig
 
 
 def _draw(ax, title: str, sim: np.ndarray, bleu: np.ndarray) -> None:
     matrix = percent_matrix(sim, bleu)
-    ax.imshow(matrix, origin="lower", cmap="Blues", vmin=0, vmax=max(matrix.max(), 1e-9))
+    top = max(matrix.max(), 1e-9)
+    ax.imshow(matrix, origin="lower", cmap="Blues", vmin=0, vmax=top)
     for r in range(matrix.shape[0]):
         for c in range(matrix.shape[1]):
-            if matrix[r, c] >= 0.5:
-                ax.text(c, r, f"{matrix[r, c]:.0f}", ha="center", va="center", fontsize=6)
+            if matrix[r, c] >= 0.5:  # white on the dark cells, black on the light ones
+                ink = "white" if matrix[r, c] > top / 2 else "black"
+                ax.text(c, r, f"{matrix[r, c]:.0f}", ha="center", va="center", fontsize=8,
+                        color=ink)  # fmt: skip
     edges = [i - 0.5 for i in range(len(EDGES))]  # ticks on the bin edges
-    ax.set_xticks(edges, [str(e) for e in EDGES], fontsize=7)
-    ax.set_yticks(edges, [str(e) for e in EDGES], fontsize=7)
+    ax.set_xticks(edges, [str(e) for e in EDGES], fontsize=8)
+    ax.set_yticks(edges, [str(e) for e in EDGES], fontsize=8)
     ax.set_xlabel("BLEU (surface similarity)")
     ax.set_ylabel("SIM (semantic similarity)")
-    ax.set_title(f"{title} (n={len(sim)})", fontsize=9)
+    ax.set_title(f"{title} (n={len(sim)})", fontsize=10)
