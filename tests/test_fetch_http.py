@@ -199,12 +199,23 @@ def test_a_web_page_in_place_of_the_file_keeps_nothing(server, tmp_path, monkeyp
 
 
 def test_checksum_mismatch_keeps_nothing(server, tmp_path, monkeypatch):
-    use(monkeypatch, entry("paws", "paws/dev.tsv", f"{server}/paws/dev.tsv", b"other bytes"))
+    """The registered version differs in one byte (same size): only the checksum tells."""
+    registered = PAWS_TSV.replace(b"Paris", b"Paros", 1)
+    use(monkeypatch, entry("paws", "paws/dev.tsv", f"{server}/paws/dev.tsv", registered))
     message = fetch_fails(tmp_path, ["paws"])
     assert message.startswith(
         f"{server}/paws/dev.tsv: sha256 mismatch for paws/dev.tsv (source 'paws'; expected "
     )
     assert message.endswith("nothing was kept")
+
+
+def test_a_file_that_fails_its_check_is_not_left_under_any_name(server, tmp_path):
+    """fetch_file writes under a temporary name and renames only a verified file."""
+    registered = PAWS_TSV.replace(b"Paris", b"Paros", 1)
+    bad = entry("paws", "paws/dev.tsv", f"{server}/paws/dev.tsv", registered)
+    with pytest.raises(FetchError, match="sha256 mismatch"):
+        fetch_mod.fetch_file(bad, tmp_path, mirror=None)
+    assert list(tmp_path.rglob("*")) == [tmp_path / "paws"]  # the folder, no file in it
 
 
 def test_cut_off_download_keeps_nothing(server, tmp_path, monkeypatch):
@@ -253,7 +264,7 @@ def test_unreachable_without_a_mirror_says_how_to_set_one(tmp_path, monkeypatch)
     message = fetch_fails(tmp_path, ["paws"])
     assert message.startswith(f"paws/dev.tsv (source 'paws'): {url}: unreachable (")
     assert message.endswith(
-        "; no data mirror is set: set fetch.mirror (params.yaml) or PARACL_DATA_MIRROR to a "
+        "; no data mirror: set fetch.mirror (params.yaml) or PARACL_DATA_MIRROR to a "
         "directory holding the registry's files (docs/stages/fetch.md), or run where the URL "
         "is reachable"
     )

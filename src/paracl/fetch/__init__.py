@@ -112,7 +112,7 @@ def _download(entry: SourceFile, dest: Path, name: str, mirror: Path | None) -> 
     try:
         download(entry.url, dest, entry.bytes, name)
     except Unreachable as err:
-        place = f"not in the mirror {mirror}" if mirror else "no data mirror is set"
+        place = f"not in the mirror {mirror}" if mirror else "no data mirror"
         raise FetchError(
             f"{entry.file} (source {entry.source!r}): {err}; {place}: {SET_A_MIRROR}"
         ) from None
