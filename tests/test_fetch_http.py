@@ -1,7 +1,8 @@
 """The download path, with the real HTTP client, against a server on 127.0.0.1 serving
 files in the real published formats (an SNLI-layout zip, a PAWS-X-layout tar.gz, a
-PAWS-Wiki TSV): a checksum mismatch, a cut-off download, a 404 and an unsafe archive
-each give one line naming the URL and leave nothing in data/raw."""
+PAWS-Wiki TSV): a checksum mismatch, a cut-off download, a 404, an unreachable host and an
+unsafe archive each give one line naming the URL and leave nothing in data/raw. The fetch
+stage itself, on a fresh clone's params (no mirror there), downloads what it needs."""
 
 from __future__ import annotations
 
@@ -9,6 +10,10 @@ import gzip
 import hashlib
 import io
 import json
+import os
+import socket
+import subprocess
+import sys
 import tarfile
 import threading
 import zipfile
@@ -16,9 +21,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
+from stage_helpers import REPO, stage_argv
 
 from paracl import fetch as fetch_mod
 from paracl.fetch import FetchError, SourceFile
+from paracl.fetch.registry import COLUMNS
 
 PAWS_TSV = (
     b"id\tsentence1\tsentence2\tlabel\r\n"
@@ -130,21 +138,27 @@ def use(monkeypatch, *entries: SourceFile) -> None:
     monkeypatch.setattr(fetch_mod, "load_registry", lambda *_: list(entries))
 
 
-def fetch_fails(tmp_path: Path, sources: list[str]) -> str:
+def fetch_fails(tmp_path: Path, sources: list[str], mirror: Path | None = None) -> str:
     """Fetch into raw/ over an earlier good copy: it must stay, nothing else appears."""
     raw = tmp_path / "raw"
     (raw / "old").mkdir(parents=True, exist_ok=True)
     (raw / "old" / "kept.txt").write_text("from the last good fetch")
+    before = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
     with pytest.raises(FetchError) as err:
-        fetch_mod.fetch(sources, raw, mirror=None)
-    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
-        "raw",
-        "raw/old",
-        "raw/old/kept.txt",
-    ]
+        fetch_mod.fetch(sources, raw, mirror=mirror)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == before
+    assert "raw/old/kept.txt" in before
     message = str(err.value)
     assert "\n" not in message
     return message
+
+
+def closed_port_url(path: str) -> str:
+    """A URL on 127.0.0.1 where nothing listens: the connection is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}{path}"
 
 
 def test_download_verifies_and_unpacks_real_layouts(server, tmp_path, monkeypatch):
@@ -185,10 +199,23 @@ def test_a_web_page_in_place_of_the_file_keeps_nothing(server, tmp_path, monkeyp
 
 
 def test_checksum_mismatch_keeps_nothing(server, tmp_path, monkeypatch):
-    use(monkeypatch, entry("paws", "paws/dev.tsv", f"{server}/paws/dev.tsv", b"other bytes"))
+    """The registered version differs in one byte (same size): only the checksum tells."""
+    registered = PAWS_TSV.replace(b"Paris", b"Paros", 1)
+    use(monkeypatch, entry("paws", "paws/dev.tsv", f"{server}/paws/dev.tsv", registered))
     message = fetch_fails(tmp_path, ["paws"])
-    assert message.startswith(f"{server}/paws/dev.tsv: ")
-    assert "nothing was kept" in message
+    assert message.startswith(
+        f"{server}/paws/dev.tsv: sha256 mismatch for paws/dev.tsv (source 'paws'; expected "
+    )
+    assert message.endswith("nothing was kept")
+
+
+def test_a_file_that_fails_its_check_is_not_left_under_any_name(server, tmp_path):
+    """fetch_file writes under a temporary name and renames only a verified file."""
+    registered = PAWS_TSV.replace(b"Paris", b"Paros", 1)
+    bad = entry("paws", "paws/dev.tsv", f"{server}/paws/dev.tsv", registered)
+    with pytest.raises(FetchError, match="sha256 mismatch"):
+        fetch_mod.fetch_file(bad, tmp_path, mirror=None)
+    assert list(tmp_path.rglob("*")) == [tmp_path / "paws"]  # the folder, no file in it
 
 
 def test_cut_off_download_keeps_nothing(server, tmp_path, monkeypatch):
@@ -215,8 +242,8 @@ def test_unsafe_archive_member_keeps_nothing(server, tmp_path, monkeypatch):
     assert message.startswith("evil.zip: unsafe member path '../escape.txt'")
 
 
-def test_mirror_first_then_download_with_consent(server, tmp_path, monkeypatch):
-    """A file the mirror lacks is downloaded only with PARACL_ALLOW_DOWNLOAD=1."""
+def test_mirror_first_then_download(server, tmp_path, monkeypatch):
+    """A file the mirror holds is copied (its URL unused); one it lacks is downloaded."""
     mirror = tmp_path / "mirror"
     (mirror / "paws").mkdir(parents=True)
     (mirror / "paws" / "dev.tsv").write_bytes(PAWS_TSV)
@@ -225,10 +252,63 @@ def test_mirror_first_then_download_with_consent(server, tmp_path, monkeypatch):
         entry("paws", "paws/dev.tsv", f"{server}/gone", PAWS_TSV),  # mirrored: url unused
         entry("snli", "snli/snli_1.0.zip", f"{server}/snli/snli_1.0.zip", FILES["/snli/snli_1.0.zip"]),
     )  # fmt: skip
-    monkeypatch.delenv("PARACL_ALLOW_DOWNLOAD", raising=False)
-    with pytest.raises(FetchError, match="missing from the mirror.*PARACL_ALLOW_DOWNLOAD=1"):
-        fetch_mod.fetch(["paws", "snli"], tmp_path / "raw", mirror)
-    monkeypatch.setenv("PARACL_ALLOW_DOWNLOAD", "1")
     metrics = fetch_mod.fetch(["paws", "snli"], tmp_path / "raw", mirror)
     assert metrics["origin"] == "download+mirror"
     assert metrics["sources"]["paws"]["mirror"] == metrics["sources"]["snli"]["download"] == 1
+    assert (tmp_path / "raw/snli/snli_1.0/snli_1.0_dev.jsonl").is_file()
+
+
+def test_unreachable_without_a_mirror_says_how_to_set_one(tmp_path, monkeypatch):
+    url = closed_port_url("/paws/dev.tsv")
+    use(monkeypatch, entry("paws", "paws/dev.tsv", url, PAWS_TSV))
+    message = fetch_fails(tmp_path, ["paws"])
+    assert message.startswith(f"paws/dev.tsv (source 'paws'): {url}: unreachable (")
+    assert message.endswith(
+        "; no data mirror: set fetch.mirror (params.yaml) or PARACL_DATA_MIRROR to a "
+        "directory holding the registry's files (docs/stages/fetch.md), or run where the URL "
+        "is reachable"
+    )
+
+
+def test_unreachable_and_not_in_the_mirror_names_the_mirror(tmp_path, monkeypatch):
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    use(monkeypatch, entry("paws", "paws/dev.tsv", closed_port_url("/dev.tsv"), PAWS_TSV))
+    message = fetch_fails(tmp_path, ["paws"], mirror)
+    assert f"; not in the mirror {mirror}: set fetch.mirror (params.yaml) or " in message
+
+
+def test_fetch_stage_on_a_fresh_clone_downloads(server, tmp_path):
+    """The stage script as dvc runs it, with the default params' fetch.mirror naming a
+    directory that is not there and no PARACL_DATA_MIRROR: every file comes from its
+    registered URL (here a registry of the local server's files), verified."""
+    rows = [
+        ("paws", "paws/dev.tsv", f"{server}/paws/dev.tsv", FILES["/paws/dev.tsv"]),
+        ("snli", "snli/snli_1.0.zip", f"{server}/snli/snli_1.0.zip", FILES["/snli/snli_1.0.zip"]),
+    ]
+    registry = tmp_path / "sources.tsv"
+    registry.write_text(
+        "\t".join(COLUMNS) + "\n" + "".join(
+            f"{src}\t{file}\t{url}\t{hashlib.sha256(body).hexdigest()}\t{len(body)}\tCC0\ttest\n"
+            for src, file, url, body in rows
+        )
+    )  # fmt: skip
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["fetch"]["sources"] = ["paws", "snli"]
+    assert not (tmp_path / params["fetch"]["mirror"]).exists()  # ../shared/data: not here
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    script, raw, metrics = stage_argv("fetch", params)
+    env = {k: v for k, v in os.environ.items() if k != "PARACL_DATA_MIRROR"}
+    env |= {"PARACL_DATA_REGISTRY": str(registry), "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run(
+        [sys.executable, str(REPO / script), raw, metrics],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "downloading 2 file(s), 0.0 MB, from their registered URLs (no data mirror)" in (
+        proc.stderr
+    )
+    assert (tmp_path / raw / "paws/dev.tsv").read_bytes() == PAWS_TSV
+    assert (tmp_path / raw / "snli/snli_1.0/snli_1.0_dev.jsonl").is_file()
+    result = json.loads((tmp_path / metrics).read_text())
+    assert result["origin"] == "download" and result["files"] == 2

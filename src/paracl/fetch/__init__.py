@@ -2,14 +2,15 @@
 
 The registry (`sources.tsv` beside this file, read by registry.py) lists every file with
 its canonical URL, checksum, size, licence and where the checksum came from. A file is
-taken from the mirror directory (`$PARACL_DATA_MIRROR`, else `fetch.mirror`) when the
-mirror holds it, else downloaded from its URL, which needs the user's yes:
-`PARACL_ALLOW_DOWNLOAD=1` (or `fetch.mirror: null`). Every file is checked against its
-checksum before it is kept; a file with no published checksum is used only when its
-source is listed in `fetch.allow_unverified`. Archives are unpacked after the check.
-The whole data/raw/ directory appears only when every file arrived intact, so a failed
-fetch leaves nothing half-written. Everything that can be checked before any work (an
-unknown source, an unverified file, a file neither mirrored nor downloadable) is.
+taken from the mirror directory when the mirror holds it, else downloaded from its URL, so
+a fresh clone runs where it is: the mirror is `$PARACL_DATA_MIRROR` (which must exist), else
+`fetch.mirror` when that directory exists (the default `../shared/data` does on the
+development machines). Every file is checked against its checksum before it is kept; a file
+with no published checksum is used only when its source is listed in
+`fetch.allow_unverified`. Archives are unpacked after the check. Each file is written under
+a temporary name and renamed once verified, and the whole data/raw/ directory appears only
+when every file arrived intact, so a failed fetch leaves nothing half-written. Everything
+that can be checked before any work (an unknown source, an unverified file) is.
 A mirror of other bytes (a subsample) brings its own registry: `$PARACL_DATA_REGISTRY`.
 """
 
@@ -23,7 +24,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from paracl.fetch.archives import unpack
-from paracl.fetch.download import ALLOW_ENV, download, downloads_allowed
+from paracl.fetch.download import Unreachable, download
 from paracl.fetch.registry import (
     REGISTRY,
     FetchError,
@@ -32,7 +33,7 @@ from paracl.fetch.registry import (
     select,
     verify,
 )
-from paracl.io import atomic_dir
+from paracl.io import atomic_dir, atomic_path
 
 __all__ = [
     "REGISTRY",
@@ -47,26 +48,40 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+MIRROR_ENV = "PARACL_DATA_MIRROR"
+SET_A_MIRROR = (
+    f"set fetch.mirror (params.yaml) or {MIRROR_ENV} to a directory holding the registry's "
+    "files (docs/stages/fetch.md), or run where the URL is reachable"
+)
+
 
 def resolve_mirror(param: str | None) -> Path | None:
-    """The mirror directory: $PARACL_DATA_MIRROR, else the param; None to download.
+    """The mirror directory, or None: every file is downloaded from its URL.
 
-    A configured mirror that does not exist is an error, unless downloads are allowed:
-    then every file comes from its URL (the default params name ../shared/data, which a
-    fresh machine lacks)."""
-    value = os.environ.get("PARACL_DATA_MIRROR") or param
-    if not value:
+    $PARACL_DATA_MIRROR is a deliberate choice, so a missing directory is an error.
+    `fetch.mirror` says where a mirror sits when there is one: the default names
+    ../shared/data, which a fresh clone lacks, and that must not stop the pipeline."""
+    if value := os.environ.get(MIRROR_ENV):
+        mirror = Path(value).expanduser()
+        if not mirror.is_dir():
+            raise FetchError(
+                f"data mirror {mirror} is not a directory ({MIRROR_ENV}); unset it to use "
+                "fetch.mirror or the registered URLs"
+            )
+        return mirror
+    if not param:
         return None
-    mirror = Path(value).expanduser()
+    mirror = Path(param).expanduser()
     if mirror.is_dir():
         return mirror
-    if downloads_allowed():
-        log.warning("data mirror %s is not a directory: downloading every file", mirror)
-        return None
-    raise FetchError(
-        f"data mirror {mirror} is not a directory (PARACL_DATA_MIRROR / fetch.mirror); "
-        f"set {ALLOW_ENV}=1 to download the data from the registered URLs instead"
-    )
+    log.info("fetch.mirror %s is not a directory: files come from their registered URLs", mirror)
+    return None
+
+
+def _mirrored(entry: SourceFile, mirror: Path | None) -> Path | None:
+    """The mirror's copy of the file, where the mirror holds one."""
+    origin = mirror / entry.file if mirror is not None else None
+    return origin if origin is not None and origin.is_file() else None
 
 
 def _plan(entries: list[SourceFile], mirror: Path | None, allow_unverified: list[str]) -> dict:
@@ -77,33 +92,46 @@ def _plan(entries: list[SourceFile], mirror: Path | None, allow_unverified: list
                 f"{e.file} (source {e.source!r}): no published checksum to verify it against "
                 f"(see sources.tsv); add {e.source!r} to fetch.allow_unverified to use it anyway"
             )
-    plan = {
-        e.file: "mirror" if mirror and (mirror / e.file).is_file() else "download" for e in entries
-    }
+    plan = {e.file: "mirror" if _mirrored(e, mirror) else "download" for e in entries}
     missing = [e for e in entries if plan[e.file] == "download"]
-    if missing and mirror is not None and not downloads_allowed():
+    if missing:
+        unknown = sum(e.bytes is None for e in missing)
         mb = sum(e.bytes or 0 for e in missing) / 1e6
-        raise FetchError(
-            f"{mirror / missing[0].file}: missing from the mirror ({len(missing)} file(s) of "
-            f"fetch.sources are, {mb:.0f} MB); set {ALLOW_ENV}=1 to download them from their "
-            f"registered URLs (first: {missing[0].url})"
+        log.info(
+            "downloading %d file(s), %.1f MB%s, from their registered URLs (%s)",
+            len(missing),
+            mb,
+            f" + {unknown} of unknown size" if unknown else "",
+            f"not in the mirror {mirror}" if mirror else "no data mirror",
         )
     return plan
 
 
+def _download(entry: SourceFile, dest: Path, name: str, mirror: Path | None) -> None:
+    """Download one registered file; an unreachable host says how to use a mirror."""
+    try:
+        download(entry.url, dest, entry.bytes, name)
+    except Unreachable as err:
+        place = f"not in the mirror {mirror}" if mirror else "no data mirror"
+        raise FetchError(
+            f"{entry.file} (source {entry.source!r}): {err}; {place}: {SET_A_MIRROR}"
+        ) from None
+
+
 def fetch_file(entry: SourceFile, dest_root: Path, mirror: Path | None) -> dict:
-    """Copy or download one file under dest_root, verify it, unpack an archive; return
-    what the metrics record of it."""
+    """Copy or download one file under dest_root, verify it under a temporary name, rename
+    it, unpack an archive; return what the metrics record of it."""
     dest = dest_root / entry.file
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    origin = mirror / entry.file if mirror is not None else None
-    if origin is not None and origin.is_file():
-        shutil.copyfile(origin, dest)
-        where = str(origin)
-    else:
-        download(entry.url, dest, entry.bytes)
-        where = entry.url
-    record = {"bytes": dest.stat().st_size, "sha256": verify(entry, dest, where)}
+    origin = _mirrored(entry, mirror)
+    with atomic_path(dest) as part:
+        if origin is not None:
+            shutil.copyfile(origin, part)
+            where = str(origin)
+        else:
+            _download(entry, part, dest.name, mirror)
+            where = entry.url
+        sha256 = verify(entry, part, where)
+    record = {"bytes": dest.stat().st_size, "sha256": sha256}
     if entry.archive:
         record["unpacked_files"] = unpack(dest)
     return record
@@ -141,8 +169,7 @@ def fetch(
     records = {}
     with atomic_dir(out_dir) as tmp:
         for entry in tqdm(entries, desc="fetch", unit="file"):
-            source = mirror if plan[entry.file] == "mirror" else None
-            records[entry.file] = fetch_file(entry, tmp, source)
+            records[entry.file] = fetch_file(entry, tmp, mirror)
     metrics = _metrics(entries, plan, records)
     if registry != REGISTRY:  # a run on a private registry says so
         metrics["registry"] = str(registry)

@@ -3,13 +3,14 @@
 Why the byte counting: a server that drops the connection mid-file can leave a short
 file that `urlopen` reports as a normal end of stream; a file shorter than its
 Content-Length (or than the registry's size) is refused here, with one line naming the
-URL, before the checksum would reject it less clearly.
+URL, before the checksum would reject it less clearly. A host that cannot be reached at
+all (no network, DNS, refused, timed out) raises `Unreachable`, so the caller can say
+what helps then: a local mirror, not another try at the same URL.
 """
 
 from __future__ import annotations
 
 import http.client
-import os
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -18,14 +19,11 @@ from tqdm import tqdm
 
 from paracl.fetch.registry import FetchError
 
-ALLOW_ENV = "PARACL_ALLOW_DOWNLOAD"
 TIMEOUT_S = 60
 
 
-def downloads_allowed() -> bool:
-    """Downloads from the registered URLs need the user's explicit yes, as model downloads
-    do (paracl.models): `PARACL_ALLOW_DOWNLOAD=1`, or `fetch.mirror: null`."""
-    return os.environ.get(ALLOW_ENV) == "1"
+class Unreachable(FetchError):
+    """The URL's host could not be reached, or the connection broke off."""
 
 
 def _refuse_web_page(url: str, dest: Path, content_type: str) -> None:
@@ -39,18 +37,20 @@ def _refuse_web_page(url: str, dest: Path, content_type: str) -> None:
         )
 
 
-def download(url: str, dest: Path, size: int | None) -> None:
-    """Write `url` to `dest`; FetchError (one line) on HTTP errors and short reads."""
+def download(url: str, dest: Path, size: int | None, name: str | None = None) -> None:
+    """Write `url` to `dest` (`name`: the file it becomes, if dest is a temporary path);
+    FetchError (one line) on HTTP errors and short reads, Unreachable on network errors."""
+    name = name or dest.name
     request = urllib.request.Request(url, headers={"User-Agent": "paracl-fetch"})
     got = 0
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            _refuse_web_page(url, dest, response.headers.get_content_type())
+            _refuse_web_page(url, Path(name), response.headers.get_content_type())
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else size
             with (
                 open(dest, "wb") as out,
-                tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, leave=False) as bar,
+                tqdm(total=total, unit="B", unit_scale=True, desc=name, leave=False) as bar,
             ):
                 while block := response.read(1 << 20):
                     out.write(block)
@@ -58,6 +58,10 @@ def download(url: str, dest: Path, size: int | None) -> None:
                     bar.update(len(block))
     except urllib.error.HTTPError as err:
         raise FetchError(f"{url}: HTTP {err.code} {err.reason}; nothing was kept") from None
+    except urllib.error.URLError as err:  # before the connection: DNS, refused, no route
+        raise Unreachable(f"{url}: unreachable ({err.reason})") from None
+    except (TimeoutError, ConnectionError) as err:
+        raise Unreachable(f"{url}: connection lost after {got} bytes ({err})") from None
     except http.client.IncompleteRead as err:
         raise FetchError(
             f"{url}: download cut off after {got + len(err.partial)} bytes; nothing was kept"

@@ -127,7 +127,8 @@ def verify(entry: SourceFile, path: Path, where: str) -> str:
     )
     if entry.verified and actual != entry.sha256:
         raise FetchError(
-            f"{where}: {kind} mismatch (expected {entry.sha256}, got {actual}); "
-            "the file differs from the registered version, nothing was kept"
+            f"{where}: {kind} mismatch for {entry.file} (source {entry.source!r}; expected "
+            f"{entry.sha256}, got {actual}); the file differs from the registered version, "
+            "nothing was kept"
         )
     return sha256
