@@ -18,6 +18,7 @@ from stage_helpers import squeezed
 
 from paracl import report
 from paracl.errors import InputError
+from paracl.io import read_json
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD = "effect-en-2026-11-24"  # the effect-en table measured before issue 29's fixes
@@ -127,3 +128,40 @@ def test_snapshot_of_the_default_run_and_its_heatmaps(tmp_path):
 def test_snapshot_without_a_run_is_a_one_line_error(tmp_path):
     with pytest.raises(InputError, match=r"metrics/summary.json: not found \(run `dvc repro`"):
         report.snapshot_default(tmp_path)
+
+
+def test_a_claim_with_one_seed_on_a_side_is_not_testable():
+    from paracl.evaluation.summary import verdict
+
+    assert verdict({"n_seeds": [1, 3], "holds": False}) == "not testable (n = 1)"
+    assert verdict({"n_seeds": [3, 3], "holds": False}) == "does not hold"
+    assert verdict({"n_seeds": [3, 2], "holds": True}) == "holds"
+
+
+def test_the_claims_overview_has_every_claim_of_the_current_results():
+    table = squeezed(report.render_claims(ROOT))
+    tested = {
+        (c["claim"], c["method"], c["other"])
+        for name in report.result_names(ROOT / "results")
+        if (ROOT / "results" / name / "summary.json").is_file()
+        and not report.pre_fix(ROOT / "results", name)
+        for c in read_json(ROOT / "results" / name / "summary.json").get("claims", [])
+        if "untested" not in c
+    }
+    assert tested, "no committed result tests a claim"
+    for claim, method, other in tested:
+        assert f"| {claim} |" in table and f"| {method} − {other} |" in table, claim
+    for name in report.PRE_FIX:
+        assert f"[{name}]" not in table, f"{name} is kept for comparison only"
+
+
+def test_a_caption_names_when_where_and_how_a_result_was_measured(tmp_path):
+    (tmp_path / "measured.json").write_text(
+        '{"date": "2026-11-27", "machine": "AMD EPYC, 2 cores", '
+        '"command": "paracl preset effect-en && dvc repro", "time": "4 h 2 min"}'
+    )
+    text = report.caption(tmp_path, "results/x/summary.json")
+    assert text == (
+        "<small>Measured 2026-11-27 on AMD EPYC, 2 cores by `paracl preset effect-en && dvc "
+        "repro` in 4 h 2 min. Rendered by `paracl report` from `results/x/summary.json`.</small>"
+    )

@@ -396,7 +396,36 @@ def render_tasks() -> str:
     )
 
 
-GENERATED = {"@sources": render_sources, "@tasks": render_tasks}
+def render_claims(root: Path) -> str:
+    """Every paper claim a committed result tested, one row each: the results page's
+    opening table. Tables kept only for comparison (PRE_FIX) are left out; a claim that
+    two presets share with the same numbers (effect-ja's unsupervised jobs are
+    effect-ja-finetune's too) is one row naming both."""
+    from paracl.evaluation.summary import MEASURES, format_p, verdict
+
+    rows: dict[tuple, list] = {}
+    for name in result_names(root / "results"):
+        path = root / "results" / name / "summary.json"
+        if not path.is_file() or pre_fix(root / "results", name):
+            continue
+        for c in read_json(path).get("claims") or []:
+            if "untested" in c:
+                continue
+            p = "n/a" if c["p"] is None else format_p(c["p"])
+            diff = ("+" if c["diff"] >= 0 else "−") + f"{abs(c['diff']):.1f}"
+            n = " vs ".join(str(k) for k in c["n_seeds"])
+            measure = MEASURES.get(c.get("measure"), "Avg.")
+            cells = [c["claim"], f"{c['method']} − {c['other']}", measure, diff, p, n, verdict(c)]
+            rows.setdefault(tuple(cells), []).append(f"[{name}](#{name})")
+    table = [[cells[0], ", ".join(names), *cells[1:]] for cells, names in rows.items()]
+    header = ["Claim", "Preset", "Compared", "Measure", "Δ", "p", "n (seeds)", "Verdict"]
+    return (
+        markdown_table(header, table)
+        + "\n\n<small>Rendered by `paracl report` from `results/*/summary.json`.</small>"
+    )
+
+
+GENERATED = {"@sources": render_sources, "@tasks": render_tasks, "@claims": render_claims}
 
 
 def render_block(root: Path, page: Path, name: str, part: str) -> str:
@@ -406,7 +435,7 @@ def render_block(root: Path, page: Path, name: str, part: str) -> str:
             raise InputError(
                 f"{page}: unknown report block '{name}' (known: {', '.join(GENERATED)})"
             )
-        return GENERATED[name]()
+        return GENERATED[name](root) if name == "@claims" else GENERATED[name]()
     results = root / "results"
     source = f"results/{name}/"
     if name not in result_names(results):
@@ -430,7 +459,24 @@ def render_block(root: Path, page: Path, name: str, part: str) -> str:
     text = render_theta(results, name) if theta else render_summary(results, name, part)
     where = f"{source}exp-show-*.json" if theta else f"{source}summary.json"
     image = f"\n\n{_image(root, page, name)}" if part in ("all", "table") else ""
-    return f"{text}{image}\n\n<small>Rendered by `paracl report` from `{where}`.</small>"
+    return f"{text}{image}\n\n{caption(results / name, where)}"
+
+
+MEASURED = "measured.json"  # results/<name>/measured.json: when, where, how a result was made
+
+
+def caption(directory: Path, where: str) -> str:
+    """The small print under a result: the date, machine, command and time of its
+    measurement (results/<name>/measured.json), and the file the table is rendered from."""
+    info = read_json(directory / MEASURED) if (directory / MEASURED).is_file() else {}
+    said = [f"Measured {info['date']}" if info.get("date") else ""]
+    said += [f"on {info['machine']}" if info.get("machine") else ""]
+    said += [f"by `{info['command']}`" if info.get("command") else ""]
+    said += [f"in {info['time']}" if info.get("time") else ""]
+    made = " ".join(s for s in said if s)
+    return (
+        f"<small>{made + '. ' if made else ''}Rendered by `paracl report` from `{where}`.</small>"
+    )
 
 
 def fill(root: Path, page: Path, text: str) -> str:

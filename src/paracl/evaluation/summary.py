@@ -470,12 +470,22 @@ def _claims(summary: dict, fmt: str) -> list[str]:
         for c in tested:
             on = titles.get(c.get("measure"), "Avg.")
             diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
-            p = "n/a (one seed or no spread)" if c["p"] is None else format_p(c["p"])
-            table.append([c["claim"], on, diff, p, "yes" if c["holds"] else "no"])
-        lines.append(markdown_table(["Claim", "On", "Δ", "p", "Holds"], table))
-        lines += ["", f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0."]
+            p = "n/a" if c["p"] is None else format_p(c["p"])
+            table.append([c["claim"], on, diff, p, verdict(c)])
+        lines.append(markdown_table(["Claim", "On", "Δ", "p", "Verdict"], table))
+        lines += ["", f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0; "
+                  "not testable: fewer than 2 seeds on a side."]  # fmt: skip
     untested = [f"- {c['claim']} ({c['untested']})." for c in found if "untested" in c]
     return lines + (["", "Not tested here:", "", *untested] if untested else [])
+
+
+def verdict(claim: dict) -> str:
+    """A tested claim's verdict: fewer than two seeds on either side cannot be tested (its
+    p is undefined), which is not the same as a claim that does not hold."""
+    n = min(claim.get("n_seeds") or [0])
+    if n < 2:
+        return f"not testable (n = {n})"
+    return "holds" if claim["holds"] else "does not hold"
 
 
 def _effect_cells(effect: dict | None, fmt: str, seeded: bool) -> list[str]:
