@@ -1,8 +1,17 @@
-"""The paracl command line."""
+"""The paracl command line, and the conventions it keeps: --version, a description and
+defaults in every --help, one `error:` line and exit status 1 on bad input, silence on a
+closed pipe."""
 
+import argparse
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
-from paracl.cli import main
+import pytest
+
+from paracl.cli import SIGPIPE_EXIT, build_parser, main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -189,3 +198,123 @@ def test_preset_command_is_wired(capsys, tmp_path):
     assert main([*args, "--dry-run"]) == 0
     assert "train_contrastive.base_model" in capsys.readouterr().out
     assert params.read_bytes() == before
+
+
+def test_version_is_the_installed_packages(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"paracl {version('paracl')}\n"
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def test_every_command_has_a_description_and_every_option_help_and_default():
+    commands = _subcommands()
+    assert len(commands) == 9
+    for name, parser in commands.items():
+        assert parser.description and len(parser.description) > 20, name
+        text = parser.format_help()
+        for action in parser._actions:
+            assert action.help, f"paracl {name} {action.dest}: no help"
+            if action.option_strings and action.default not in (None, argparse.SUPPRESS):
+                assert f"(default: {action.default})" in " ".join(text.split()), (name, action)
+
+
+def test_preset_list_shows_each_presets_purpose_and_time(capsys, tmp_path):
+    from paracl.presets import describe
+
+    assert main(["preset", "--list", "--presets-dir", str(REPO / "presets")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = sorted(p.stem for p in (REPO / "presets").glob("*.yaml"))
+    assert [line.split()[0] for line in lines] == names
+    purpose, time = describe(REPO / "presets" / "ja.yaml")
+    assert f"{purpose}  [{time}]" in lines[names.index("ja")]
+    (tmp_path / "new.yaml").write_text("# purpose: a preset without its time\nlang: ja\n")
+    assert main(["preset", "--list", "--presets-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: {tmp_path / 'new.yaml'}: no '# time: ...' line in its header comment\n"
+
+
+# Each command with a bad argument, and the culprit its one error line must name.
+BAD = {
+    "where": (["--dvc-yaml", "nosuch.yaml"], "nosuch.yaml"),
+    "models": None,  # takes no argument: only a usage error (below)
+    "score": (["models/encoders/nosuch", "a", "b"], "models/encoders/nosuch"),
+    "paraphrase": (["a .", "--tags", "<SIM96><BLEU20>"], "--tags"),
+    "preset": (["nosuch"], "presets/nosuch.yaml"),
+    "expand": (["--params", "nosuch.yaml"], "nosuch.yaml"),
+    "theta-curve": (["--input", "nosuch.json"], "nosuch.json"),
+    "learning-curve": (["--summary", "nosuch.json"], "nosuch.json"),
+    "report": (["--check", "--root", "nosuch"], "nosuch"),
+}
+
+
+def test_the_table_of_bad_arguments_covers_every_command():
+    assert set(BAD) == set(_subcommands())
+
+
+@pytest.mark.parametrize("command", [c for c, bad in BAD.items() if bad], ids=str)
+def test_bad_input_is_one_error_line_and_exit_status_1(command, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # every culprit is missing here
+    args, culprit = BAD[command]
+    assert main([command, *args]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and captured.err.startswith("error: "), captured.err
+    assert culprit in captured.err and "Traceback" not in captured.err + captured.out
+
+
+@pytest.mark.parametrize("command", list(BAD), ids=str)
+def test_a_usage_error_is_argparses_exit_status_2(command, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--no-such-option"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: paracl") and "Traceback" not in err
+    assert re.match(r"paracl( \S+)?: error: ", err.splitlines()[-1]), err  # the last line says why
+
+
+def test_where_names_the_line_of_a_malformed_dvc_yaml(capsys, tmp_path):
+    (tmp_path / "dvc.yaml").write_text("stages: [a\n")
+    assert main(["where", "--dvc-yaml", str(tmp_path / "dvc.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"error: {tmp_path / 'dvc.yaml'}:2:1: not valid YAML")
+        and err.count("\n") == 1
+    )
+
+
+def test_a_closed_pipe_is_silent():
+    """`paracl where | head -1`: the reader is gone before paracl writes (its read end is
+    closed at once): no BrokenPipeError traceback, the status a shell gives `cat` (141)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "paracl", "where", "--dvc-yaml", str(REPO / "dvc.yaml")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == SIGPIPE_EXIT
+    assert err == b""
+
+
+def test_report_check_says_what_it_checked_or_which_files_are_stale(capsys, tmp_path):
+    import shutil
+
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    (tmp_path / "README.md").write_text("# x\n")  # no report block
+    assert main(["report", "--check", "--root", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: stale, run `paracl report`: {tmp_path}/docs/reference/params.md\n"
+    assert main(["report", "--no-plots", "--root", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["report", "--check", "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("checked 0 report blocks in 0 pages and docs/reference/params.md: all")

@@ -481,3 +481,57 @@ def test_a_fine_tuned_column_adds_jobs_and_changes_no_unsupervised_evaluation(ba
     tuned = {n.split("@")[1] for n in stages if n.startswith("evaluate_finetune@")}
     runs = ["none"] + [f"{m}_s{s}" for m in methods for s in (1, 2, 3)]
     assert tuned == {f"{r}-{t}" for r in runs for t in tasks}
+
+
+# params.yaml as other tools write it: `dvc exp run -S` re-dumps it in its own layout, and
+# a hand edit may use another indentation or flow style. Each must come out loadable.
+LAYOUTS = {
+    "safe_dump": lambda d: yaml.safe_dump(d, sort_keys=False, allow_unicode=True),
+    "indent4": lambda d: yaml.safe_dump(d, indent=4, sort_keys=False, allow_unicode=True),
+    "flow": lambda d: yaml.safe_dump(d, default_flow_style=True, width=10**6),
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_preset_and_expand_leave_a_loadable_params_yaml_in_any_layout(layout, params_copy):
+    """The one-line flow layout used to come out as two YAML documents (the untouched part
+    kept byte for byte around a block dump): what is written is now read back first."""
+    from paracl.cli import main
+    from paracl.params import load_params
+
+    values = yaml.safe_load(params_copy.read_text())
+    params_copy.write_text(LAYOUTS[layout](values))
+    args = ["--params", str(params_copy)]
+    assert main(["preset", "ja", *args, "--presets-dir", str(REPO / "presets")]) == 0
+    want = presets.merge_preset(values, presets.load_preset("ja", REPO / "presets"))
+    assert load_params(params_copy)["train_contrastive"] == validate(want)["train_contrastive"]
+    edited = yaml.safe_load(params_copy.read_text())
+    edited["train_contrastive"]["seeds"] = [4, 5]  # the runs are stale now
+    params_copy.write_text(LAYOUTS[layout](edited))
+    assert main(["expand", *args]) == 0
+    assert "simcse_unsup_s5" in load_params(params_copy)["train_contrastive"]["runs"]
+
+
+def test_a_rewrite_that_would_not_read_back_writes_nothing(params_copy, capsys):
+    """ruamel (YAML 1.2) reads `on` as a string, PyYAML and so every stage (YAML 1.1) as
+    true: a file whose rewrite would not load as written is refused, untouched."""
+    from paracl.cli import main
+
+    text = params_copy.read_text()
+    odd = re.sub(r"(?m)^(  base_model: ).*$", r"\1on", text, count=1)
+    assert odd != text
+    params_copy.write_text(odd)
+    args = ["preset", "ja", "--params", str(params_copy), "--presets-dir", str(REPO / "presets")]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{params_copy}: " in err and "Traceback" not in err
+    assert params_copy.read_text() == odd
+    assert not list(params_copy.parent.glob(".params.yaml.*"))  # no temporary file left
+
+
+def test_every_preset_says_its_purpose_and_time():
+    """`paracl preset --list` reads each preset's `# purpose:` and `# time:` header lines."""
+    for path in PRESET_FILES:
+        purpose, time = presets.describe(path)
+        # a time says where it comes from: a measurement or an estimate
+        assert purpose and ("measured" in time or "estimated" in time), path

@@ -1,3 +1,8 @@
 """paracl: contrastive-learning data, training and evaluation for sentence encoders."""
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:  # one source: pyproject.toml's version, as installed
+    __version__ = version("paracl")
+except PackageNotFoundError:  # a source tree on PYTHONPATH, never installed
+    __version__ = "unknown (not installed)"

@@ -5,24 +5,42 @@ paracl models                      # packaged offline models this machine has
 paracl score MODEL "s1" "s2"       # cosine similarity of a pair under an encoder
 paracl paraphrase "sentence" --tags "<SIM95><BLEU20>" [--model models/paraphraser]
 paracl preset NAME [--dry-run]     # apply presets/NAME.yaml to params.yaml (validated)
+paracl preset --list               # every preset: its purpose and expected time
 paracl expand [--dry-run]          # rewrite train_contrastive.runs (methods x seeds)
 paracl theta-curve                 # θ sweep (dvc exp show) -> metrics/theta_curve.csv/.png
 paracl learning-curve              # STS avg vs training steps -> metrics/learning_curve.csv/.png
 paracl report [--check]            # README/docs tables and plots from results/*/ (rendered)
+paracl --version                   # the installed package's version
+
+Bad input (a missing file, an invalid preset, an unknown model) ends in one `error:` line
+on stderr naming the culprit and exit status 1; a usage error is argparse's (status 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
 
+from paracl import __version__
+from paracl.errors import InputError, UserError
+from paracl.stage import one_line
+
+SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for `cat` cut off by `head`
+
 
 def _artifacts(dvc_yaml: Path) -> list[tuple[str, str, str]]:
     """(stage, kind, path) for every out/metric/plot in dvc.yaml, foreach stages unexpanded."""
-    stages = yaml.safe_load(dvc_yaml.read_text()).get("stages", {})
+    from paracl.params import _yaml_problem  # `FILE:LINE:COL: not valid YAML: ...`
+
+    try:
+        stages = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8")).get("stages", {})
+    except yaml.YAMLError as err:
+        raise InputError(_yaml_problem(dvc_yaml, err)) from None
     rows = []
     for name, stage in stages.items():
         body = stage.get("do", stage)
@@ -48,11 +66,11 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from sentence_transformers import SentenceTransformer
-
     from paracl.models import resolve_model
 
-    path = resolve_model(args.model).path
+    path = resolve_model(args.model).path  # before the slow import: a bad id fails at once
+    from sentence_transformers import SentenceTransformer
+
     encoder = SentenceTransformer(str(path), device="cpu")
     a, b = encoder.encode([args.sentence1, args.sentence2], normalize_embeddings=True)
     print(f"{float(a @ b):.4f}")
@@ -60,27 +78,22 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_paraphrase(args: argparse.Namespace) -> int:
-    import torch
+    from paracl.roundtrip import tagging
+
+    tags = tagging.parse_tags(args.tags, source="--tags")
+    model_dir = Path(args.model)
+    if not (model_dir / "config.json").exists():
+        raise InputError(f"{model_dir}: no paraphraser here (run train_paraphraser)")
+    import torch  # the slow imports after the cheap checks
     from transformers import AutoTokenizer
 
     from paracl.device import seed_everything, select_device
-    from paracl.params import ParamsError
-    from paracl.roundtrip import paraphraser, tagging
+    from paracl.roundtrip import paraphraser
 
-    try:
-        tags = tagging.parse_tags(args.tags, source="--tags")
-    except ParamsError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    model_dir = Path(args.model)
-    if not (model_dir / "config.json").exists():
-        print(f"error: {model_dir}: no paraphraser here (run train_paraphraser)", file=sys.stderr)
-        return 1
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     unknown = [t for t in tags if t not in tokenizer.get_vocab()]
     if unknown:
-        print(f"error: {model_dir}: tokenizer has no tag token {unknown[0]}", file=sys.stderr)
-        return 1
+        raise InputError(f"{model_dir}: tokenizer has no tag token {unknown[0]}")
     seed_everything(0)
     device = select_device(args.device)
     model, _ = paraphraser.load(model_dir, device)  # BART or a decoder-only LM
@@ -116,12 +129,8 @@ def cmd_theta_curve(args: argparse.Namespace) -> int:
     from paracl.evaluation import theta_curve as tc
     from paracl.io import read_json
 
-    try:  # read_json's errors (missing, not JSON) are ValueErrors naming the file
-        data = [read_json(path) for path in args.input] if args.input else tc.exp_show_json()
-        rows = tc.theta_curve(data, args.out_dir, args.method, args.metric)
-    except (RuntimeError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    data = [read_json(path) for path in args.input] if args.input else tc.exp_show_json()
+    rows = tc.theta_curve(data, args.out_dir, args.method, args.metric)
     for r in rows:
         spread = "" if r["std"] is None else f" ± {r['std']:.2f}"
         print(f"theta={r['theta']:g}  {args.metric}={r['value']:.2f}{spread}  "
@@ -133,11 +142,7 @@ def cmd_theta_curve(args: argparse.Namespace) -> int:
 def cmd_learning_curve(args: argparse.Namespace) -> int:
     from paracl.evaluation.learning_curve import learning_curve
 
-    try:  # a missing or malformed file is a ValueError/OSError naming it
-        rows = learning_curve(args.summary, args.train_dir, args.out_dir, args.merge)
-    except (OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    rows = learning_curve(args.summary, args.train_dir, args.out_dir, args.merge)
     for r in rows:
         spread = "" if r["std"] is None else f" ± {r['std']:.2f}"
         print(f"{r['family']:<24} {r['steps']:>4} steps  avg={r['value']:.2f}{spread}")
@@ -146,68 +151,113 @@ def cmd_learning_curve(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from paracl.errors import UserError
     from paracl.report import main as report_main
 
-    try:
-        return report_main(Path(args.root), args.check, args.snapshot_default, not args.no_plots)
-    except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    return report_main(Path(args.root), args.check, args.snapshot_default, not args.no_plots)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="paracl", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    where = sub.add_parser("where", help="list the pipeline's artifacts and whether they exist")
-    where.add_argument("--dvc-yaml", default="dvc.yaml")
-    where.set_defaults(func=cmd_where)
-    sub.add_parser("models", help="list packaged offline models").set_defaults(func=cmd_models)
-    score = sub.add_parser("score", help="cosine similarity of two sentences under an encoder")
-    score.add_argument("model", help="encoder directory (e.g. models/encoders/ppdb) or hub id")
-    score.add_argument("sentence1")
-    score.add_argument("sentence2")
-    score.set_defaults(func=cmd_score)
-    para = sub.add_parser("paraphrase", help="paraphrase sentences under <SIM><BLEU> tags")
-    para.add_argument("sentences", nargs="+")
-    para.add_argument("--tags", required=True, help='e.g. "<SIM95><BLEU20>"')
+# -- the parser: one description per command, every option with its help and default ------
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's `(default: X)` after each option's help, except where the default is
+    None: there the help says what happens without it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    summary: str,
+    func: Callable[[argparse.Namespace], int],
+    description: str = "",
+    user_errors: tuple[type[Exception], ...] = (),
+) -> argparse.ArgumentParser:
+    """A subcommand; `user_errors` are the exceptions besides UserError that mean bad input
+    to it (e.g. the ValueError of a malformed file it was given): one line, exit status 1."""
+    parser = sub.add_parser(
+        name,
+        help=summary,
+        description=f"{summary[0].upper()}{summary[1:]}. {description}".strip(),
+        formatter_class=_HelpFormatter,
+    )
+    parser.set_defaults(func=func, user_errors=user_errors)
+    return parser
+
+
+def _add_inspection(sub: argparse._SubParsersAction) -> None:
+    """where, models, score, paraphrase: look at the pipeline and its models."""
+    where = _command(sub, "where", "list the pipeline's artifacts and whether they exist",
+                     cmd_where, "Foreach stages are listed once, their paths as templates.")  # fmt: skip
+    where.add_argument("--dvc-yaml", default="dvc.yaml", help="the pipeline file to read")
+    _command(sub, "models", "list the packaged offline models and whether this machine has them",
+             cmd_models, "Exit status 1 when one is missing.")  # fmt: skip
+    score = _command(sub, "score", "cosine similarity of two sentences under an encoder",
+                     cmd_score, "Prints one number, on the CPU.")  # fmt: skip
+    score.add_argument("model", help="encoder directory (e.g. models/encoders/ppdb) or model id")
+    score.add_argument("sentence1", help="the first sentence")
+    score.add_argument("sentence2", help="the second sentence")
+    para = _command(sub, "paraphrase", "paraphrase sentences under <SIM><BLEU> tags",
+                    cmd_paraphrase, "One output line per sentence, in order.")  # fmt: skip
+    para.add_argument("sentences", nargs="+", help="the sentences to paraphrase")
+    para.add_argument(
+        "--tags", required=True, help="one SIM then one BLEU tag, e.g. '<SIM95><BLEU20>'"
+    )
     para.add_argument("--model", default="models/paraphraser", help="trained paraphraser dir")
-    para.add_argument("--num-beams", type=int, default=20)
-    para.add_argument("--min-ratio", type=float, default=0.75)
-    para.add_argument("--max-ratio", type=float, default=1.5)
-    para.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda", "mps"))
-    para.set_defaults(func=cmd_paraphrase)
-    preset = sub.add_parser("preset", help="apply presets/NAME.yaml to params.yaml")
+    para.add_argument("--num-beams", type=int, default=20, help="beam search width")
+    para.add_argument("--min-ratio", type=float, default=0.75, help="min output/input length")
+    para.add_argument("--max-ratio", type=float, default=1.5, help="max output/input length")
+    para.add_argument(
+        "--device", default="cpu", choices=("auto", "cpu", "cuda", "mps"), help="where to run"
+    )
+
+
+def _add_params(sub: argparse._SubParsersAction) -> None:
+    """preset, expand: rewrite params.yaml (validated, atomically)."""
     from paracl.presets import add_arguments
 
+    preset = _command(sub, "preset", "apply presets/NAME.yaml to params.yaml, or list them",
+                      cmd_preset, "The result is validated, re-read and written atomically; "
+                      "an invalid one leaves params.yaml as it was.")  # fmt: skip
     add_arguments(preset)
-    preset.set_defaults(func=cmd_preset)
-    expand = sub.add_parser("expand", help="rewrite train_contrastive.runs from its methods")
-    expand.add_argument("--params", default="params.yaml")
+    expand = _command(sub, "expand", "rewrite train_contrastive.runs from its methods and seeds",
+                      cmd_expand, "Run it after editing train_contrastive.methods or seeds "
+                      "by hand: every stage refuses a stale list.")  # fmt: skip
+    expand.add_argument("--params", default="params.yaml", help="the params file to rewrite")
     expand.add_argument("--dry-run", action="store_true", help="print the change only")
-    expand.set_defaults(func=cmd_expand)
-    theta = sub.add_parser("theta-curve", help="dev average vs theta over DVC experiments")
+
+
+def _add_results(sub: argparse._SubParsersAction) -> None:
+    """theta-curve, learning-curve, report: tables and plots from measured results."""
+    theta = _command(sub, "theta-curve", "dev average vs theta over DVC experiments",
+                     cmd_theta_curve, "Writes OUT_DIR/theta_curve.csv and .png.",
+                     user_errors=(RuntimeError, ValueError))  # fmt: skip
     theta.add_argument(
         "--input",
         action="append",
-        help="saved `dvc exp show --json` output (default: run it); repeat to join sweeps "
-        "run in different checkouts or sessions",
+        help="saved `dvc exp show --json` output; repeat to join sweeps run in different "
+        "checkouts or sessions; none: run `dvc exp show`",
     )
-    theta.add_argument("--method", default="ppdb")
+    theta.add_argument("--method", default="ppdb", help="the method whose score is drawn")
     theta.add_argument(
         "--metric", default="dev_avg", help="dev_avg (fine-tuned dev) or avg (effect presets)"
     )
-    theta.add_argument("--out-dir", default="metrics")
-    theta.set_defaults(func=cmd_theta_curve)
-    curve = sub.add_parser("learning-curve", help="STS avg vs training steps (one summary)")
-    curve.add_argument("--summary", default="metrics/summary.json")
+    theta.add_argument("--out-dir", default="metrics", help="where the CSV and PNG go")
+    curve = _command(sub, "learning-curve", "STS avg vs training steps (one summary)",
+                     cmd_learning_curve, "Writes OUT_DIR/learning_curve.csv and .png.",
+                     user_errors=(ValueError,))  # fmt: skip
+    curve.add_argument("--summary", default="metrics/summary.json", help="the summary to read")
     curve.add_argument("--train-dir", default="metrics/train", help="<run>.json: its steps")
-    curve.add_argument("--out-dir", default="metrics")
+    curve.add_argument("--out-dir", default="metrics", help="where the CSV and PNG go")
     curve.add_argument(
         "--merge", nargs="*", default=[], help="committed learning_curve.csv files to draw too"
     )
-    curve.set_defaults(func=cmd_learning_curve)
-    report = sub.add_parser("report", help="render README/docs result tables, plots, params page")
+    report = _command(sub, "report", "render README/docs result tables, plots, params page",
+                      cmd_report, "From the committed results/*/ and src/paracl/params.py.")  # fmt: skip
     report.add_argument("--check", action="store_true", help="only compare; exit 1 if stale")
     report.add_argument(
         "--snapshot-default",
@@ -215,10 +265,61 @@ def main(argv: list[str] | None = None) -> int:
         help="first copy metrics/summary.* and the heatmap data into results/default/",
     )
     report.add_argument("--no-plots", action="store_true", help="tables only")
-    report.add_argument("--root", default=".", help="the repository (default: here)")
-    report.set_defaults(func=cmd_report)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    report.add_argument("--root", default=".", help="the repository")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="paracl",
+        description=__doc__.split("\n")[0],
+        epilog="Exit status: 0 done, 1 bad input (one `error:` line on stderr naming it), "
+        "2 a usage error; `paracl COMMAND --help` for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_inspection(sub)
+    _add_params(sub)
+    _add_results(sub)
+    return parser
+
+
+# -- running a command: bad input is one line on stderr, a closed pipe is silent -----------
+
+
+def _user_message(err: Exception, user_errors: tuple[type[Exception], ...]) -> str | None:
+    """The one-line message when `err` means bad input, else None (a bug: its traceback
+    stays). A file the user named that cannot be opened is bad input too."""
+    if isinstance(err, (UserError, *user_errors)):
+        return one_line(err)
+    if isinstance(err, OSError) and err.filename is not None:
+        return f"{err.filename}: {err.strerror or err}"
+    return None
+
+
+def _pipe_closed() -> int:
+    """stdout's reader is gone (`paracl where | head -1`): stop quietly, as `cat` does.
+    stdout goes to /dev/null so that Python's flush at exit does not complain either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return SIGPIPE_EXIT
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse, run the command; exit 1 with one `error:` line on bad input. argparse's own
+    usage errors keep its convention: usage, an error line, exit status 2."""
+    args = build_parser().parse_args(argv)
+    try:
+        status = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in Python's exit
+    except BrokenPipeError:
+        return _pipe_closed()
+    except Exception as err:
+        message = _user_message(err, args.user_errors)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return 1
+    return status
 
 
 if __name__ == "__main__":

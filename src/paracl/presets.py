@@ -9,11 +9,15 @@ validated with `paracl.params.validate` first; an invalid result writes nothing.
     paracl preset paper-en --dry-run     # list the keys that would change
     paracl preset paper-en               # rewrite params.yaml, then `dvc repro` / `dvc exp run`
     paracl expand                        # rewrite train_contrastive.runs after editing methods
+    paracl preset --list                 # each preset's `# purpose:` and `# time:` lines
 
 train_contrastive.runs (methods x seeds, which DVC's foreach reads) follows the merged
 methods: applying a preset rewrites it, so a preset adds or removes a method in one line
 and gives its seeds once (`seeds: [1, 2, 3]`). After editing methods or seeds by hand,
 `paracl expand` rewrites it; every stage refuses a stale one (paracl.params.expand_runs).
+
+Whatever layout params.yaml is in (DVC re-dumps it on `dvc exp run -S`), what is written
+is read back and validated first, and replaces the file atomically (`_write`).
 
 Why in place rather than a second params file: `dvc exp run`, `dvc params diff` and every
 stage read params.yaml, so one file stays the single record of what a run used.
@@ -31,7 +35,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from paracl.params import ParamsError, check_train_contrastive, validate, with_runs
+from paracl.params import (
+    ParamsError,
+    check_train_contrastive,
+    load_params,
+    validate,
+    with_runs,
+)
 
 PRESETS_DIR = Path("presets")
 RUNS = "train_contrastive.runs"
@@ -171,6 +181,34 @@ def load_preset(name_or_path: str | Path, presets_dir: str | Path = PRESETS_DIR)
     return _plain(data)
 
 
+HEADER = re.compile(r"^# (purpose|time): (.+)$")
+
+
+def describe(path: str | Path) -> tuple[str, str]:
+    """(purpose, time) from the preset's `# purpose: ...` and `# time: ...` lines in its
+    header comment, which `paracl preset --list` shows; ParamsError naming the file when
+    one is missing, so a new preset cannot go unlisted."""
+    found: dict[str, str] = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        match = HEADER.match(line)
+        if match:
+            found.setdefault(match.group(1), match.group(2).strip())
+    for key in ("purpose", "time"):
+        if key not in found:
+            raise ParamsError(f"{path}: no '# {key}: ...' line in its header comment")
+    return found["purpose"], found["time"]
+
+
+def list_presets(presets_dir: str | Path = PRESETS_DIR) -> list[tuple[str, str, str]]:
+    """(name, purpose, time) of every presets_dir/<name>.yaml, by name."""
+    paths = sorted(Path(presets_dir).glob("*.yaml"), key=lambda p: p.stem)
+    if not paths:
+        raise ParamsError(f"{presets_dir}: no presets (*.yaml) here")
+    return [(p.stem, *describe(p)) for p in paths]
+
+
 def apply_preset(
     preset: dict, params_path: str | Path = "params.yaml", dry_run: bool = False
 ) -> list[tuple[str, Any, Any]]:
@@ -269,36 +307,70 @@ def _set_finetune_runs(doc, merged: dict) -> None:
 
 
 def _write(y, doc, original: str, touched: set[str], params_path: Path) -> None:
-    """Dump `doc` over params_path atomically, sections outside `touched` byte for byte."""
+    """Dump `doc` over params_path atomically, sections outside `touched` byte for byte.
+
+    Whatever layout the file was in (DVC's `dvc exp run -S` re-dumps it in its own), the
+    text is first read back: the byte-for-byte splice is kept only when it parses to `doc`,
+    else ruamel's own dump of the whole file is written; and the written file is loaded and
+    validated as every stage loads it before it replaces params.yaml."""
     from paracl.io import atomic_path
 
     buf = io.StringIO()
     y.dump(doc, buf)
-    text = _keep_untouched(original, buf.getvalue(), touched)
+    dumped, want = buf.getvalue(), _plain(doc)
+    text = next(
+        (t for t in (_keep_untouched(original, dumped, touched), dumped) if _reads(t, want)), None
+    )
+    if text is None:
+        raise ParamsError(f"{params_path}: the rewritten file would not read back as written "
+                          "(YAML 1.1 vs 1.2 scalars?); left unchanged")  # fmt: skip
     with atomic_path(params_path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+        try:
+            load_params(tmp)
+        except ParamsError as err:
+            raise ParamsError(str(err).replace(str(tmp), str(params_path), 1)) from None
+
+
+def _reads(text: str, want: dict) -> bool:
+    """Whether `text` parses, as the stages parse params.yaml (PyYAML), to `want`."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text) == want
+    except yaml.YAMLError:
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="paracl preset", description=__doc__.split("\n")[0])
-    add_arguments(parser)
-    return run_cli(parser.parse_args(argv))
+    """`python -m paracl.presets ...`: `paracl preset ...`, with the CLI's error handling."""
+    from paracl.cli import main as cli_main
+
+    return cli_main(["preset", *(sys.argv[1:] if argv is None else argv)])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", help="presets/<name>.yaml, or a path to a preset file")
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--presets-dir", default=str(PRESETS_DIR))
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("name", nargs="?", help="presets/<name>.yaml, or a path to a preset file")
+    which.add_argument(
+        "--list", action="store_true", help="list the presets: purpose and expected time"
+    )
+    parser.add_argument("--params", default="params.yaml", help="the params file to rewrite")
+    parser.add_argument("--presets-dir", default=str(PRESETS_DIR), help="where NAME is looked up")
     parser.add_argument("--dry-run", action="store_true", help="print the changes only")
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    try:
-        preset = load_preset(args.name, args.presets_dir)
-        changed = apply_preset(preset, args.params, dry_run=args.dry_run)
-    except ParamsError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    """`paracl preset NAME` or `paracl preset --list`; a ParamsError is left to the CLI's
+    one-line error handling (paracl.cli.main)."""
+    if args.list:
+        rows = list_presets(args.presets_dir)
+        width = max(len(name) for name, _, _ in rows)
+        for name, purpose, time in rows:
+            print(f"{name:<{width}}  {purpose}  [{time}]")
+        return 0
+    preset = load_preset(args.name, args.presets_dir)
+    changed = apply_preset(preset, args.params, dry_run=args.dry_run)
     for key, old, new in changed:
         old_text = old if old == "<absent>" else json.dumps(old, ensure_ascii=False)
         print(f"{key}: {old_text} -> {json.dumps(new, ensure_ascii=False)}")
@@ -309,11 +381,7 @@ def run_cli(args: argparse.Namespace) -> int:
 
 def run_expand_cli(args: argparse.Namespace) -> int:
     """`paracl expand [--params P] [--dry-run]`: rewrite train_contrastive.runs."""
-    try:
-        changed = expand(args.params, dry_run=args.dry_run)
-    except ParamsError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+    changed = expand(args.params, dry_run=args.dry_run)
     for key, old, new in changed:
         print(f"{key}: {', '.join(old) or '(none)'} -> {', '.join(new)}")
     verb = "would be rewritten" if args.dry_run else "rewritten"
