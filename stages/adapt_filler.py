@@ -10,9 +10,12 @@ same directory; its paracl_filler.json says what it is
 (paracl.negatives.adapt_filler.adapt_corpus).
 """
 
-from paracl.io import write_json
+from paracl.key_figures import write_metrics
 from paracl.negatives.adapt_filler import OBJECTIVES, adapt_corpus, write_curve
 from paracl.stage import args, run
+
+# dvc.yaml's metrics (paracl.key_figures): the adapted filler's dev perplexity
+KEY_FIGURES = ("dev_perplexity",)
 
 
 def main(params: dict) -> None:
@@ -20,7 +23,7 @@ def main(params: dict) -> None:
     metrics, curve = adapt_corpus(paths.corpus, paths.model, params)
     title = f"{metrics['filler']} filler: {OBJECTIVES[metrics['filler']]} (dev loss)"
     write_curve(curve, paths.curve_csv, paths.curve_png, title)
-    write_json(metrics, paths.metrics)
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)
 
 
 if __name__ == "__main__":

@@ -17,15 +17,18 @@ corpus that are rare in the reference corpus (`domain_vocabulary`; null when the
 is the reference).
 """
 
-from paracl.io import write_json
+from paracl.key_figures import write_metrics
 from paracl.negatives.sharded import corrupt_corpus
 from paracl.stage import args, run
+
+# dvc.yaml's metrics (paracl.key_figures): hard negatives made
+KEY_FIGURES = ("negatives",)
 
 
 def main(params: dict) -> None:
     paths = args("corpus", "model", "negatives", "metrics", "reference")
     metrics = corrupt_corpus(paths.corpus, paths.model, paths.negatives, params, paths.reference)
-    write_json(metrics, paths.metrics)
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)
 
 
 if __name__ == "__main__":

@@ -16,10 +16,14 @@ import time
 
 from paracl import schemas
 from paracl.device import select_device
-from paracl.io import read_parquet, write_json, write_parquet
+from paracl.io import read_parquet, write_parquet
+from paracl.key_figures import write_metrics
 from paracl.params import ParamsError
 from paracl.stage import args, run
 from paracl.training.ebsim_retrieve import load_retriever, rank_documents
+
+# dvc.yaml's metrics (paracl.key_figures): documents ranked
+KEY_FIGURES = ("documents",)
 
 
 def main(params: dict) -> None:
@@ -45,7 +49,7 @@ def main(params: dict) -> None:
         "texts_embedded": int(len(ranking) + ranking["ranked"].map(len).sum()),
         "structure_level": int(ranking["masked"].notna().sum()),  # documents with a mask
     }
-    write_json(metrics, paths.metrics)
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)
     logging.getLogger("ebsim_retrieve").info(
         "%s: %d documents ranked in %.1f s", paths.name, len(ranking), time.perf_counter() - start
     )

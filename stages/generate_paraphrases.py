@@ -15,12 +15,15 @@ import logging
 
 from paracl import schemas
 from paracl.device import seed_everything
-from paracl.io import check_parquet, read_json, write_json
+from paracl.io import check_parquet, read_json
+from paracl.key_figures import write_metrics
 from paracl.models import check_model_dir
 from paracl.roundtrip import generation, heatmap, paraphraser, tag_adherence, tagging
 from paracl.stage import args, run
 
 log = logging.getLogger("generate_paraphrases")
+# dvc.yaml's metrics (paracl.key_figures): paraphrases generated
+KEY_FIGURES = ("n_generated",)
 
 
 def main(params: dict) -> None:
@@ -72,7 +75,7 @@ def main(params: dict) -> None:
         "n_shards": len(manifest["shards"]),
         "per_tag": per_tag,
     }
-    write_json(metrics, paths.metrics)
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)
     log.info("%d paraphrases for %d tag pairs", manifest["rows"], len(requested))
 
 

@@ -10,9 +10,13 @@ this stage's metrics in its metadata, for rank_fluency's metrics.
 
 from paracl import schemas
 from paracl.distributed.sharded import Engine
-from paracl.io import write_json, write_parquet
+from paracl.io import write_parquet
+from paracl.key_figures import write_metrics
 from paracl.paraphrase.substitute import substitute_corpus
 from paracl.stage import args, run
+
+# dvc.yaml's metrics (paracl.key_figures): rules kept at θ, candidates made
+KEY_FIGURES = ("rules_kept_theta", "candidates")
 
 
 def main(params: dict) -> None:
@@ -26,7 +30,7 @@ def main(params: dict) -> None:
         Engine.from_params(params),
     )
     write_parquet(done.rules, paths.rules, schemas.PPDB_RULES, metadata=done.metadata)
-    write_json(done.metrics, paths.metrics)
+    write_metrics(done.metrics, paths.metrics, KEY_FIGURES)
 
 
 if __name__ == "__main__":

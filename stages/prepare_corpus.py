@@ -10,8 +10,11 @@ import time
 
 from paracl.corpus.pipeline import CorpusConfig, cache_key, default_workers, prepare_corpus
 from paracl.distributed.shards import ShardCache
-from paracl.io import write_json
+from paracl.key_figures import write_metrics
 from paracl.stage import args, run
+
+# dvc.yaml's metrics (paracl.key_figures): sentences kept
+KEY_FIGURES = ("kept",)
 
 
 def main(params: dict) -> None:
@@ -35,7 +38,7 @@ def main(params: dict) -> None:
         cache=cache,
     )
     # Metrics hold no timings or worker counts: same params, same bytes.
-    write_json(metrics, paths.metrics)
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)
     cache.remove()
     logging.getLogger("prepare_corpus").info(
         "%d sentences (%s) -> %s in %.1f s with %d %s worker(s)",

@@ -22,7 +22,8 @@ from paracl.corpus.pipeline import CorpusConfig, cache_key, default_workers, pre
 from paracl.corpus.readers import input_files
 from paracl.distributed.shards import ShardCache
 from paracl.errors import InputError
-from paracl.io import atomic_path, iter_batches, row_count, write_json
+from paracl.io import atomic_path, iter_batches, row_count
+from paracl.key_figures import write_metrics
 from paracl.params import ParamsError
 from paracl.stage import args, run
 
@@ -58,6 +59,10 @@ def write_mix(main: str, domain: str, out: str) -> dict:
     return {"main_sentences": n_main, "domain_sentences": n_domain, "domain_share": share}
 
 
+# dvc.yaml's metrics (paracl.key_figures): domain sentences kept
+KEY_FIGURES = ("kept",)
+
+
 def main(params: dict) -> None:
     paths = args("name", "main", "corpus", "mix", "metrics")
     cfg = domain_config(params, paths.name)
@@ -75,7 +80,7 @@ def main(params: dict) -> None:
     )
     cache.remove()
     metrics["mix"] = write_mix(paths.main, paths.corpus, paths.mix)
-    write_json(metrics, paths.metrics)
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)
     logging.getLogger("prepare_domain").info(
         "%s: %d sentences; mix %s", paths.name, metrics["kept"], metrics["mix"]
     )

@@ -9,10 +9,14 @@ The pairs are a resumable shard directory (paracl.paraphrase.fluency.rank_candid
 The rule table's metadata holds ppdb_substitute's metrics, repeated in this stage's.
 """
 
-from paracl.io import read_metadata, write_json
+from paracl.io import read_metadata
+from paracl.key_figures import write_metrics
 from paracl.models import resolve_model
 from paracl.paraphrase.fluency import rank_candidates
 from paracl.stage import args, run
+
+# dvc.yaml's metrics (paracl.key_figures): training pairs made
+KEY_FIGURES = ("pairs",)
 
 
 def main(params: dict) -> None:
@@ -21,7 +25,7 @@ def main(params: dict) -> None:
     substituted = read_metadata(paths.rules).get("metrics", {})
     model = resolve_model(params["rank_fluency"]["model"][params["lang"]])
     metrics = rank_candidates(paths.candidates, paths.pairs, model, params, upstream, substituted)
-    write_json(metrics, paths.metrics)
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)
 
 
 if __name__ == "__main__":

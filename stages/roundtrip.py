@@ -15,12 +15,14 @@ import sys
 import time
 
 from paracl.device import seed_everything, select_device
-from paracl.io import write_json
+from paracl.key_figures import write_metrics
 from paracl.params import ParamsError
 from paracl.roundtrip import translate
 from paracl.stage import args, run
 
 log = logging.getLogger("roundtrip")
+# dvc.yaml's metrics (paracl.key_figures): candidates made
+KEY_FIGURES = ("n_candidates",)
 
 
 def main(params: dict) -> None:
@@ -46,7 +48,7 @@ def main(params: dict) -> None:
     )
     seconds = time.perf_counter() - started
     stand_in = models["forward_model"]["stand_in"] or models["backward_model"]["stand_in"]
-    write_json(
+    write_metrics(
         {
             **models,
             "stand_in": stand_in,
@@ -59,6 +61,7 @@ def main(params: dict) -> None:
             "device": device.type,
         },
         paths.metrics,
+        KEY_FIGURES,
     )
     note = " (STAND-IN model: outputs are noise)" if stand_in else ""
     log.info(

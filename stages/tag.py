@@ -11,11 +11,16 @@ see paracl.roundtrip.scoring.
 import logging
 
 from paracl import schemas
-from paracl.io import read_metadata, write_json, write_parquet
+from paracl.io import read_metadata, write_parquet
+from paracl.key_figures import write_metrics
 from paracl.roundtrip import heatmap, scoring, tagging
 from paracl.stage import args, run
 
 log = logging.getLogger("tag")
+
+
+# dvc.yaml's metrics (paracl.key_figures): high-quality candidates, training pairs
+KEY_FIGURES = ("n_high_quality", "split_sizes.train")
 
 
 def main(params: dict) -> None:
@@ -40,7 +45,7 @@ def main(params: dict) -> None:
     metrics = scoring.tag_metrics(
         summary, tagged, cells, source_meta, n_candidates, len(manifest["shards"])
     )
-    write_json(metrics, paths.metrics)
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)
     log.info(
         "%d candidates scored; %d high quality; splits %s",
         metrics["n_scored"],

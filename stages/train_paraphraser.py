@@ -9,9 +9,13 @@ how many pairs), so generate_paraphrases knows when there was nothing to train o
 
 from paracl import schemas
 from paracl.device import seed_everything, select_device
-from paracl.io import atomic_dir, atomic_path, read_parquet, write_json
+from paracl.io import atomic_dir, atomic_path, read_parquet
+from paracl.key_figures import write_metrics
 from paracl.roundtrip import paraphraser
 from paracl.stage import args, run
+
+# dvc.yaml's metrics (paracl.key_figures): the best epoch's dev loss
+KEY_FIGURES = ("best_dev_loss",)
 
 
 def main(params: dict) -> None:
@@ -31,7 +35,7 @@ def main(params: dict) -> None:
     )
     with atomic_dir(paths.model) as tmp:
         trained.save(tmp)
-    write_json(trained.metrics(), paths.metrics)
+    write_metrics(trained.metrics(), paths.metrics, KEY_FIGURES)
     with atomic_path(paths.loss_csv) as tmp:
         trained.loss_curve().to_csv(tmp, index=False)
 

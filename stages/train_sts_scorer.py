@@ -10,13 +10,16 @@ import logging
 import time
 
 from paracl.device import select_device
-from paracl.io import atomic_dir, write_json
+from paracl.io import atomic_dir
+from paracl.key_figures import write_metrics
 from paracl.models import resolve_model
 from paracl.params import ParamsError
 from paracl.roundtrip import sts_scorer
 from paracl.stage import args, run
 
 log = logging.getLogger("train_sts_scorer")
+# dvc.yaml's metrics (paracl.key_figures): the best seed's dev score
+KEY_FIGURES = ("dev.spearman",)
 
 
 def main(params: dict) -> None:
@@ -38,7 +41,8 @@ def main(params: dict) -> None:
     with atomic_dir(paths.scorer) as tmp:
         info = {"base_model": base.model_id, "seed": best.seed}
         sts_scorer.save_scorer(best.model, cfg["kind"], tmp, info)
-    write_json(sts_scorer.run_metrics(cfg, lang, base, splits, train, best, test), paths.metrics)
+    record = sts_scorer.run_metrics(cfg, lang, base, splits, train, best, test)
+    write_metrics(record, paths.metrics, KEY_FIGURES)
     log.info(
         "best seed %d: dev spearman %.2f, test spearman %.2f (%.0f s)",
         best.seed,

@@ -319,6 +319,23 @@ def build_summary(
     }
 
 
+def scores(summary: dict) -> dict:
+    """Each method's row of the table as the few numbers dvc.yaml declares as the summary's
+    metrics (metrics/scores.json; summary.json, with every set, seed and note, is a plain
+    output): Avg. (± sd over seeds), the dev average, each column's score and the
+    difference to none, with its p and whether it holds where seeds test it. A value the
+    run has not got is left out, not written as null: `dvc exp show` gets no empty column."""
+    out = {}
+    for name, row in summary["methods"].items():
+        values = {key: row.get(key) for key in ("avg", "avg_std", "dev_avg")}
+        values |= {task: cell.get("score") for task, cell in row["tasks"].items()}
+        effect = row.get("vs_none") or {}
+        tested = ("diff", "p", "holds") if effect.get("p") is not None else ("diff",)
+        values["vs_none"] = {key: effect[key] for key in tested if effect.get(key) is not None}
+        out[name] = {key: value for key, value in values.items() if value not in (None, {})}
+    return out
+
+
 def format_p(p: float) -> str:
     """A p-value to three places; below 0.001 as "<0.001", since "0.000" reads as zero."""
     return "<0.001" if p < 0.0005 else f"{p:.3f}"

@@ -6,10 +6,11 @@ A θ sweep is a set of DVC experiments:
     paracl theta-curve            # -> metrics/theta_curve.csv + metrics/theta_curve.png
 
 This reads `dvc exp show --json` (every experiment's params and metrics), takes θ from
-params.yaml and `methods.<method>.<metric>` (default `ppdb` / `dev_avg`: the mean dev
-score over the fine-tuned tasks, the quantity the paper selects θ on) from
-metrics/summary.json, and writes one row per θ. Experiments with the same θ (a rerun,
-the workspace next to its committed baseline) are averaged and counted, not plotted twice.
+params.yaml and `<method>.<metric>` (default `ppdb` / `dev_avg`: the mean dev score over
+the fine-tuned tasks, the quantity the paper selects θ on) from metrics/scores.json (the
+`methods` of metrics/summary.json in a sweep saved before scores.json), and writes one row
+per θ. Experiments with the same θ (a rerun, the workspace next to its committed baseline)
+are averaged and counted, not plotted twice.
 Where the method has several seeds (presets/effect-en.yaml), the summary also holds the
 seeds' sd of the metric (`<metric>_std`); it is kept and drawn as an error bar. The effect
 presets run no fine-tuned task, so their `dev_avg` is null: `--metric avg` (the test
@@ -26,7 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-SUMMARY = "metrics/summary.json"
+SCORES = "metrics/scores.json"  # the summary's rows, as dvc.yaml declares them as metrics
+SUMMARY = "metrics/summary.json"  # declared before scores.json: what older saved sweeps hold
 
 
 def _records(node: Any) -> Iterator[dict]:
@@ -87,8 +89,14 @@ def sweep_records(exp_show: list | dict, include_workspace: bool = False) -> Ite
 
 
 def summary_of(rec: dict) -> dict:
-    """The record's metrics/summary.json ({} where it has none)."""
-    return ((rec["data"].get("metrics") or {}).get(SUMMARY) or {}).get("data") or {}
+    """The record's summary, {"methods": {method: row}}: metrics/scores.json's rows, or
+    metrics/summary.json in an exp-show file saved before scores.json was the declared
+    metric ({} where it has neither)."""
+    metrics = rec["data"].get("metrics") or {}
+    rows = (metrics.get(SCORES) or {}).get("data")
+    if rows:
+        return {"methods": rows}
+    return (metrics.get(SUMMARY) or {}).get("data") or {}
 
 
 def points(

@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 from paracl.errors import InputError
-from paracl.io import atomic_dir, write_json
+from paracl.io import atomic_dir
+from paracl.key_figures import write_metrics
 from paracl.models import ModelNotFoundError, resolve_model
 from paracl.plots import png_figure
 from paracl.training import parallel
@@ -28,6 +29,8 @@ from paracl.training.dev import DEV_SETS
 from paracl.training.methods import MethodSpec, train_method
 
 log = logging.getLogger(__name__)
+# dvc.yaml's metrics of train_contrastive (paracl.key_figures): the best dev score
+KEY_FIGURES = ("dev_spearman",)
 
 History = dict[str, list[tuple[int, float]]]
 
@@ -135,7 +138,7 @@ def _train_and_write(
         plot_curves(history, tmp / "curves.png")
     if parallel.world_size() > 1:
         metrics["processes"] = parallel.world_size()
-    write_json(metrics, metrics_path)
+    write_metrics(metrics, metrics_path, KEY_FIGURES)
     if checkpoint is not None:  # every output is written: nothing left to resume
         checkpoint.clear()
 
