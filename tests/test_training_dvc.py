@@ -47,7 +47,7 @@ def test_one_stage_per_run_depending_on_its_run_and_method_entry():
         assert other not in do["params"]
     assert "train_contrastive.runs.${key}" in do["params"]
     assert "train_contrastive.methods.${item.method}" in do["params"]
-    assert do["outs"] == ["models/encoders/${key}"]
+    assert do["outs"][0] == "models/encoders/${key}"  # then its full metrics record
 
 
 def test_evaluated_runs_are_the_trained_ones():
@@ -302,6 +302,7 @@ def _fake_outputs(project: Path, run: str, tasks: list[str]) -> list[str]:
     # exist_ok: a clone holds the committed default run's metrics of the same names
     (project / f"metrics/train/{run}/plots/metrics").mkdir(parents=True, exist_ok=True)
     (project / f"metrics/train/{run}.json").write_text("{}\n")
+    (project / f"metrics/train/{run}.key.json").write_text("{}\n")
     (project / f"metrics/train/{run}/curves.png").write_text("png\n")
     (project / f"metrics/eval/{run}").mkdir(parents=True, exist_ok=True)
     for task in tasks:
