@@ -83,7 +83,7 @@ def test_pre_fix_rows_are_marked_and_others_not(tmp_path):
 
 def test_readme_is_short_and_its_links_resolve():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert len(text.splitlines()) <= 260, "README.md: keep it near 250 lines; the rest is docs/"
+    assert len(text.splitlines()) <= 200, "README.md: 200 lines at most; the rest is docs/"
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
         if not target.startswith(("http://", "https://", "mailto:")):
             assert (ROOT / target).exists(), f"README.md links to a missing {target}"
@@ -149,8 +149,8 @@ def test_the_claims_overview_has_every_claim_of_the_current_results():
         if "untested" not in c
     }
     assert tested, "no committed result tests a claim"
-    for claim, method, other in tested:
-        assert f"| {claim} |" in table and f"| {method} − {other} |" in table, claim
+    for claim, _, _ in tested:
+        assert f"| {claim.replace('<', '&lt;')} |" in table, claim
     for name in report.PRE_FIX:
         assert f"[{name}]" not in table, f"{name} is kept for comparison only"
 
@@ -165,3 +165,72 @@ def test_a_caption_names_when_where_and_how_a_result_was_measured(tmp_path):
         "<small>Measured 2026-11-27 on AMD EPYC, 2 cores by `paracl preset effect-en && dvc "
         "repro` in 4 h 2 min. Rendered by `paracl report` from `results/x/summary.json`.</small>"
     )
+
+
+def test_every_result_says_when_where_and_how_it_was_measured():
+    """The caption under a result's table is rendered from its measured.json, never typed."""
+    for directory in sorted(p for p in (ROOT / "results").iterdir() if p.is_dir()):
+        path = directory / report.MEASURED
+        assert path.is_file(), f"{path.relative_to(ROOT)}: missing (date, machine, command)"
+        info = read_json(path)
+        for key in ("date", "machine", "command"):
+            assert isinstance(info.get(key), str) and info[key], f"{path}: no '{key}'"
+
+
+# Words per page (`len(text.split())` of the Markdown source, generated tables included):
+# a guide is read, so it stays short; history goes to the changelog's pages.
+BUDGETS = {
+    "docs/results.md": 4000,
+    # Over the page budget before it existed; a ratchet until they are split: lower, never raise.
+    "docs/stages/evaluate.md": 5110,
+    "docs/stages/train-contrastive.md": 3840,
+}
+PAGE_BUDGET = 3000
+GENERATED_PAGES = {"docs/reference/params.md"}
+# A page outside the changelog describes the tool as it is: no issue numbers, no commits.
+HISTORY = re.compile(r"\bissues? \d+|\b(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b")
+
+
+def _guide_pages() -> list[Path]:
+    docs = sorted((ROOT / "docs").rglob("*.md"))
+    return [
+        ROOT / "README.md",
+        *(p for p in docs if "changelog" not in p.relative_to(ROOT).parts[1]),
+    ]
+
+
+def _prose(text: str) -> str:
+    """The text a reader reads as prose: no generated block, code, link target or URL."""
+    text = report.MARKER.sub("", text)
+    text = re.sub(r"(?ms)^(```|~~~).*?^\1", "", text)  # fenced code
+    text = re.sub(r"(?m)^(?: {4}|\t)(?!\s*[-*] ).*$", "", text)  # indented code
+    text = re.sub(r"`[^`]*`", "", text)  # inline code, which may wrap
+    return re.sub(r"\]\([^)]*\)|https?://\S+", "]", text)
+
+
+def test_readme_and_pages_keep_their_word_budgets():
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        name = page.relative_to(ROOT).as_posix()
+        if name in GENERATED_PAGES:
+            continue
+        words = len(page.read_text(encoding="utf-8").split())
+        budget = BUDGETS.get(name, PAGE_BUDGET)
+        assert words <= budget, f"{name}: {words} words, over its budget of {budget}"
+
+
+def test_guide_pages_cite_no_issue_or_commit():
+    for page in _guide_pages():
+        for line in _prose(page.read_text(encoding="utf-8")).splitlines():
+            found = HISTORY.search(line)
+            assert not found, (
+                f"{page.relative_to(ROOT)}: '{found.group()}' in prose: history goes to "
+                "docs/changelog.md, a measurement's date and commit to results/<name>/measured.json"
+            )
+
+
+def test_history_check_catches_an_issue_and_a_commit_but_not_a_table_or_code():
+    assert HISTORY.search(_prose("Fixed in issue 33, see 1288419.\n"))
+    assert HISTORY.search(_prose("as (issues 29–31) said\n"))
+    assert not HISTORY.search(_prose("run `git show 1288419:x`\n\n    git log 53fb29f\n"))
+    block = "<!-- report:x -->\nissue 29\n<!-- /report -->\n"
+    assert not HISTORY.search(_prose(block + "1,000,000 pairs on 2026-11-28 by AMD EPYC\n"))

@@ -415,13 +415,17 @@ def render_claims(root: Path) -> str:
             diff = ("+" if c["diff"] >= 0 else "−") + f"{abs(c['diff']):.1f}"
             n = " vs ".join(str(k) for k in c["n_seeds"])
             measure = MEASURES.get(c.get("measure"), "Avg.")
-            cells = [c["claim"], f"{c['method']} − {c['other']}", measure, diff, p, n, verdict(c)]
+            cells = [c["claim"], measure, diff, p, n, verdict(c)]
             rows.setdefault(tuple(cells), []).append(f"[{name}](#{name})")
     table = [[cells[0], ", ".join(names), *cells[1:]] for cells, names in rows.items()]
-    header = ["Claim", "Preset", "Compared", "Measure", "Δ", "p", "n (seeds)", "Verdict"]
+    header = ["Claim", "Preset", "Measure", "Δ", "p", "n", "Verdict"]
+    legend = (
+        "Δ: the claim's method minus the method it should beat, ×100; p: Welch's t-test over "
+        "their seeds; n: seeds on each side; holds: p < 0.05 and Δ > 0."
+    )
     return (
         markdown_table(header, table)
-        + "\n\n<small>Rendered by `paracl report` from `results/*/summary.json`.</small>"
+        + f"\n\n{legend}\n\n<small>Rendered by `paracl report` from `results/*/summary.json`.</small>"
     )
 
 

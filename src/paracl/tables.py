@@ -16,7 +16,7 @@ from tabulate import tabulate
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A GitHub-flavoured pipe table; cells are written as given (no number parsing), on
-    one line each, with their own `|` escaped."""
+    one line each, with their own `|` and `<` escaped."""
     return tabulate(
         [[_cell(cell) for cell in row] for row in rows],
         headers=[_cell(h) for h in headers],
@@ -34,4 +34,7 @@ def header_cells(titles: Sequence[str], groups: Sequence[str]) -> list[str]:
 
 
 def _cell(value: object) -> str:
-    return " ".join(str(value).split()).replace("|", "\\|")
+    """One line, `|` escaped, and `<` outside code spans as `&lt;`: a tag such as
+    `<BLEU20>` in a claim would otherwise be raw HTML that the browser hides."""
+    parts = " ".join(str(value).split()).replace("|", "\\|").split("`")
+    return "`".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
