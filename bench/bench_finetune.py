@@ -55,10 +55,10 @@ def task_data(args):
 
 
 def run_paracl(args, data, model, tokenizer) -> dict:
-    """paracl's fine-tuning step (paracl.parts.evaluation.finetune), `--steps` batches."""
+    """paracl's fine-tuning step (paracl.parts.finetune.tuning), `--steps` batches."""
     from paracl.core.batching import batch_order
     from paracl.core.device import adamw, grad_scaler, optimizer_step
-    from paracl.parts.evaluation.finetune import FinetuneConfig, _targets, chunks, train_step
+    from paracl.parts.finetune.tuning import FinetuneConfig, _targets, chunks, train_step
 
     cpu = torch.device("cpu")
     cfg = FinetuneConfig(epochs=1, lr=2e-5, batch_size=args.batch_size, precision="fp32")
@@ -85,7 +85,7 @@ def run_trainer(args, data, model, tokenizer) -> dict:
     from datasets import Dataset
     from transformers import DataCollatorWithPadding, Trainer, TrainerCallback, TrainingArguments
 
-    from paracl.parts.evaluation.finetune import _encode, _targets
+    from paracl.parts.finetune.tuning import _encode, _targets
 
     enc = _encode(tokenizer, data.train, list(range(len(data.train))), 128)
     rows = [
@@ -120,7 +120,7 @@ def child(args) -> None:
     from transformers import AutoTokenizer
 
     from paracl.core.models import resolve_model
-    from paracl.parts.evaluation.finetune import task_model, trainable
+    from paracl.parts.finetune.tuning import task_model, trainable
 
     path = resolve_model(args.model).path
     data = task_data(args)

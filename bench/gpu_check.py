@@ -75,7 +75,7 @@ def finetune(model_dir: Path, precision: str) -> dict:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from paracl.core.device import adamw, grad_scaler, optimizer_step
-    from paracl.parts.evaluation.finetune import FinetuneConfig, train_step
+    from paracl.parts.finetune.tuning import FinetuneConfig, train_step
 
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2).to(DEVICE)

@@ -94,7 +94,7 @@ def _listed_modules(package: Path) -> set[str]:
     return {m for m in re.findall(r"\b([a-z_][a-z0-9_]*)(?:\.py|/)?\b", doc)}
 
 
-PACKAGES = ["core", "core/distributed", "parts", "parts/corpus", "parts/encoder", "parts/evaluation",
+PACKAGES = ["core", "core/distributed", "parts", "parts/corpus", "parts/encoder", "parts/evaluation", "parts/finetune",
             "parts/filler", "parts/losses", "parts/paraphraser", "parts/sources", "parts/tags",
             "parts/training", "stages"]  # fmt: skip
 

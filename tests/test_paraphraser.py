@@ -284,7 +284,7 @@ def test_causal_generation_is_deterministic_and_in_window(gpt2):
 
 def test_causal_freezing_trains_the_top_layers_and_new_rows(gpt2):
     from paracl.core.freeze import freeze
-    from paracl.parts.paraphraser.freeze import NewTokens
+    from paracl.parts.paraphraser.new_tokens import NewTokens
 
     tok, model = gpt2
     assert freeze(model, 1, True, "train_paraphraser.train_layers") == "1 of 2"

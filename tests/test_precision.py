@@ -247,7 +247,7 @@ def test_ebsim_step_scales_its_loss(encoder):
 def test_finetune_step_scales_its_loss(tiny_bert):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.parts.evaluation.finetune import FinetuneConfig, train_step
+    from paracl.parts.finetune.tuning import FinetuneConfig, train_step
 
     s1, s2 = _sentences(8), _sentences(8, seed=1)
     data = SimpleNamespace(train=pd.DataFrame({"sentence1": s1, "sentence2": s2}))

@@ -432,10 +432,10 @@ def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params
         "max_dev", "max_test", "train_layers", "length_grouping", "mini_batch_size",
         "max_seq_length")}  # fmt: skip
     assert tuning <= set(job["params"]) and not tuning & set(plain["params"])
-    source = (REPO / "src/paracl/evaluation/finetune_job.py").read_text()
+    source = (REPO / "src/paracl/stages/evaluate_finetune.py").read_text()
     read = set(re.findall(r'cfg(?:\["|\.get\(")(\w+)"', source)) - {"precision"}
     assert "mini_batch_size" in read and {f"evaluate.{k}" for k in read} <= set(job["params"])
-    code = {"src/paracl/evaluation/finetune.py", "src/paracl/evaluation/finetune_job.py"}
+    code = {"src/paracl/parts/finetune", "src/paracl/stages/evaluate_finetune.py"}
     assert code <= set(job["deps"]) and not code & set(plain["deps"])
     assert {"evaluate.finetune_tasks", "evaluate.finetune_runs"} <= set(
         pipeline["stages"]["summary"]["params"]

@@ -2,7 +2,8 @@
 
 - `corpus/`: raw text to clean sentences (prepare_corpus, prepare_domain, corrupt);
 - `encoder/`: `build` the SentenceTransformer to train and save, `embed` a saved one;
-- `evaluation/`: the task registry, readers, metrics and the evaluators;
+- `evaluation/`: the task registry, readers, metrics and the evaluators; `finetune/`:
+  fine-tuning an encoder on a task;
 - `filler/`: the blank filler family (T5 or a causal LM) for JCSE's hard negatives;
 - `losses/`: the papers' contrastive losses, one per file; `training/`: the trainer;
 - `paraphraser/`: the tag-controlled paraphraser family; `tags/`: SIM/BLEU tags;

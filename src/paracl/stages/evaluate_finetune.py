@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from paracl.core.io import read_json
-from paracl.parts.evaluation.finetune import FinetuneConfig, finetune_task
 from paracl.parts.evaluation.job_result import job_result
 from paracl.parts.evaluation.sample import sample_rows
 from paracl.parts.evaluation.tasks import FINETUNE_JOBS, TaskData, get_task, load_task_for
+from paracl.parts.finetune.tuning import FinetuneConfig, finetune_task
 
 
 def run_finetune_job(

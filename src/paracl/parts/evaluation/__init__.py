@@ -9,8 +9,8 @@
   names: EMBEDDING_JOBS (`evaluate.tasks`) and FINETUNE_JOBS (`evaluate.finetune_tasks`),
   checked when params load;
 - `sample`: the one seeded, stratified evaluation sample (never the first N rows);
-- `unsup_sts`, `paraphrase_id`, `finetune`, `retrieval` (QAbot question retrieval): one
-  evaluator per file; `finetune_head`: a causal LM's task head on its sentence embedding;
+- `unsup_sts`, `paraphrase_id`, `retrieval` (QAbot question retrieval): one evaluator per
+  file (fine-tuning: paracl.parts.finetune);
 - `job_result`: the result frame both evaluate stages write (their work:
   paracl.stages.evaluate, paracl.stages.evaluate_finetune; the table: paracl.stages.summary).
 """

@@ -10,7 +10,7 @@ chosen by the base model's config (`is_encoder_decoder`):
 - decoder-only (the offline default: SmolLM2-135M for English, gemma-3-270m for
   Japanese, real weights where no BART exists): paracl.parts.paraphraser.causal,
   with optionally only the top `train_layers` layers trained and the vocabulary's
-  embeddings frozen, which a 2-core CPU can afford (paracl.core.freeze, the `freeze` module here).
+  embeddings frozen, which a 2-core CPU can afford (paracl.core.freeze, `new_tokens` here).
 
 Training: AdamW, the loss on dev after every epoch, stop after `patience` epochs without
 improvement and keep the best epoch; mixed precision as `precision` says (paracl.core.device),
@@ -36,7 +36,7 @@ import torch
 from paracl.core.device import DEFAULT_PRECISION, adamw, backward, grad_scaler, optimizer_step
 from paracl.core.freeze import freeze
 from paracl.parts.paraphraser import causal, seq2seq
-from paracl.parts.paraphraser.freeze import NewTokens, init_from_names
+from paracl.parts.paraphraser.new_tokens import NewTokens, init_from_names
 from paracl.parts.paraphraser.window import LengthWindow, length_window
 from paracl.parts.standins import seq2seq_model
 from paracl.parts.tags.tagging import ALL_TAGS

@@ -8,7 +8,7 @@ joins a pair with nothing between ("…guitar.A man…"), so it reads the pair a
 (Radford et al. 2018, §3.3): `s1 <eos> s2 <eos>` (`causal_pairs`). Its head (`head`,
 evaluate.finetune_head) reads the closing <eos>, the one position that has attended to
 both sentences (`last_token`, transformers' head for a causal LM, the default), or the
-encoder's own sentence embedding of the pair (`pooled`, paracl.parts.evaluation.finetune_head:
+encoder's own sentence embedding of the pair (`pooled`, paracl.parts.finetune.head:
 measured far worse on contrastively trained encoders, docs/models.md).
 
 AdamW with linear warm-up/decay; the dev score is checked after every epoch, the best
@@ -49,9 +49,9 @@ from paracl.core.device import (
 from paracl.core.errors import InputError
 from paracl.core.freeze import freeze
 from paracl.parts.encoder.embed import load_encoder, transformer_dir
-from paracl.parts.evaluation.finetune_head import PooledHead
 from paracl.parts.evaluation.metrics import METRICS, summarize_seeds
 from paracl.parts.evaluation.tasks import TaskData
+from paracl.parts.finetune.head import PooledHead
 
 log = logging.getLogger(__name__)
 
