@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from paracl.corpus import langid, segment, tokenize
-from paracl.corpus.pipeline import CorpusConfig, prepare_corpus
-from paracl.corpus.readers import ReadStats, read_documents
+from paracl.parts.corpus import langid, segment, tokenize
+from paracl.parts.corpus.pipeline import CorpusConfig, prepare_corpus
+from paracl.parts.corpus.readers import ReadStats, read_documents
 
 REPO = Path(__file__).resolve().parents[1]
 INPUTS = {"en": ("wiki-en/wiki1m_for_simcse.txt", "text"), "ja": ("wiki-ja", "jaquad")}

@@ -17,10 +17,10 @@ import time
 
 import torch
 
-from paracl.device import select_device
-from paracl.evaluation.encoder import EmbeddingCache, load_encoder
-from paracl.evaluation.unsup_sts import evaluate_unsup_sts, sts_sets
-from paracl.models import resolve_model
+from paracl.core.device import select_device
+from paracl.core.models import resolve_model
+from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
+from paracl.parts.evaluation.unsup_sts import evaluate_unsup_sts, sts_sets
 
 
 def main() -> None:

@@ -44,9 +44,9 @@ def faults() -> int:
 def task_data(args):
     """The task's seeded train sample, as evaluate_finetune draws it: params.yaml's
     evaluate.max_train pairs unless --max-train says otherwise."""
-    from paracl.evaluation.finetune_job import _cap
-    from paracl.evaluation.tasks import load_task_for
-    from paracl.params import load_params
+    from paracl.core.params import load_params
+    from paracl.parts.evaluation.tasks import load_task_for
+    from paracl.stages.evaluate_finetune import _cap
 
     cfg = load_params()["evaluate"]
     data = load_task_for(args.task, cfg, args.seed)
@@ -55,10 +55,10 @@ def task_data(args):
 
 
 def run_paracl(args, data, model, tokenizer) -> dict:
-    """paracl's fine-tuning step (paracl.evaluation.finetune), `--steps` batches."""
-    from paracl.batching import batch_order
-    from paracl.device import adamw, grad_scaler, optimizer_step
-    from paracl.evaluation.finetune import FinetuneConfig, _targets, chunks, train_step
+    """paracl's fine-tuning step (paracl.parts.finetune.tuning), `--steps` batches."""
+    from paracl.core.batching import batch_order
+    from paracl.core.device import adamw, grad_scaler, optimizer_step
+    from paracl.parts.finetune.tuning import FinetuneConfig, _targets, chunks, train_step
 
     cpu = torch.device("cpu")
     cfg = FinetuneConfig(epochs=1, lr=2e-5, batch_size=args.batch_size, precision="fp32")
@@ -85,7 +85,7 @@ def run_trainer(args, data, model, tokenizer) -> dict:
     from datasets import Dataset
     from transformers import DataCollatorWithPadding, Trainer, TrainerCallback, TrainingArguments
 
-    from paracl.evaluation.finetune import _encode, _targets
+    from paracl.parts.finetune.tuning import _encode, _targets
 
     enc = _encode(tokenizer, data.train, list(range(len(data.train))), 128)
     rows = [
@@ -119,8 +119,8 @@ def child(args) -> None:
     """One runner in this process; prints its JSON."""
     from transformers import AutoTokenizer
 
-    from paracl.evaluation.finetune import task_model, trainable
-    from paracl.models import resolve_model
+    from paracl.core.models import resolve_model
+    from paracl.parts.finetune.tuning import task_model, trainable
 
     path = resolve_model(args.model).path
     data = task_data(args)

@@ -1,6 +1,6 @@
 """Quality and speed of the corrupt stage's negatives on real sentences, one language.
 
-Runs what the stage runs (paracl.negatives.pipeline.corrupt, the params' corrupt
+Runs what the stage runs (paracl.parts.filler.pipeline.corrupt, the params' corrupt
 settings) on a seeded sample of a corpus and prints the quality measures the stage puts
 into metrics/negatives.json (share identical / outside text changed / garbled, median
 perplexity ratio), the wall time and a few examples:
@@ -24,13 +24,13 @@ import pandas as pd
 import torch
 import yaml
 
-from paracl.device import select_device
-from paracl.models import resolve_model
-from paracl.negatives.causal import CausalFiller, is_causal_lm
-from paracl.negatives.chunks import load_pipeline
-from paracl.negatives.generate import T5Filler
-from paracl.negatives.pipeline import CorruptConfig, corrupt, merge_stats
-from paracl.sampling import sample_corpus
+from paracl.core.device import select_device
+from paracl.core.models import resolve_model
+from paracl.core.sampling import sample_corpus
+from paracl.parts.filler.causal import CausalFiller, is_causal_lm
+from paracl.parts.filler.chunks import load_pipeline
+from paracl.parts.filler.generate import T5Filler
+from paracl.parts.filler.pipeline import CorruptConfig, corrupt, merge_stats
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -20,13 +20,13 @@ import time
 
 import torch
 
-from paracl import schemas
-from paracl.device import select_device
-from paracl.io import read_parquet
-from paracl.models import resolve_model
-from paracl.paraphrase.dictionaries import read_dictionary
-from paracl.paraphrase.fluency import PerplexityScorer
-from paracl.paraphrase.substitute import RuleIndex, candidate_rows
+from paracl.core import schemas
+from paracl.core.device import select_device
+from paracl.core.io import read_parquet
+from paracl.core.models import resolve_model
+from paracl.parts.ppdb_rules import read_dictionary
+from paracl.stages.ppdb_substitute import RuleIndex, candidate_rows
+from paracl.stages.rank_fluency import PerplexityScorer
 
 
 def main() -> None:

@@ -5,7 +5,7 @@
 Round trip: sentences/s for 2 × 2 sampled settings (4 candidates a sentence), paracl's
 batched decoding versus one sentence at a time, in one run, on the same sentences:
 
-- a packaged GGUF (the default gemma-3-270m): paracl.llama_batch (`--batch-size`
+- a packaged GGUF (the default gemma-3-270m): paracl.parts.llama_batch (`--batch-size`
   sequences side by side, each prompt read once per grid) versus llama-cpp-python's own
   `Llama.create_completion`, one completion at a time (what a user of the library
   writes, and what paracl ran before);
@@ -27,9 +27,11 @@ from pathlib import Path
 
 import torch
 
-from paracl.device import select_device
-from paracl.roundtrip import sts_scorer, tagging
-from paracl.roundtrip.translate import (
+from paracl.core.device import select_device
+from paracl.parts import sts_scorer
+from paracl.parts.standins import seq2seq_model
+from paracl.parts.tags import tagging
+from paracl.stages.roundtrip import (
     PAPER_SETTINGS,
     LlamaCppTranslator,
     Sampling,
@@ -40,7 +42,6 @@ from paracl.roundtrip.translate import (
     round_trip,
     translation_prompt,
 )
-from paracl.standins import seq2seq_model
 
 CORPUS = Path("data/corpus/sentences.parquet")
 FALLBACK = [
@@ -55,7 +56,7 @@ def sentences(n: int) -> list[str]:
     """`n` corpus sentences: the run's corpus where it exists, else a seeded sample of the
     data mirror's Wikipedia lines kept as prepare_corpus keeps them (5 < words < 50)."""
     if CORPUS.exists():
-        from paracl.io import read_parquet
+        from paracl.core.io import read_parquet
 
         texts = read_parquet(CORPUS, columns=["text"])["text"].tolist()[:n]
         if texts:

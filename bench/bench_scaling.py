@@ -54,7 +54,7 @@ def cpu_seconds() -> float:
 
 def one_run(source: str, executor: str, workers: int, cap: int, shard_size: int) -> dict:
     """Run the stage once in this process; return wall, CPU and memory figures."""
-    from paracl.corpus.pipeline import CorpusConfig, prepare_corpus
+    from paracl.parts.corpus.pipeline import CorpusConfig, prepare_corpus
 
     cfg = CorpusConfig(source, "text", "en", 5, 50, 0.99, cap, 42)
     cpu0 = cpu_seconds()
@@ -89,7 +89,7 @@ def _stage(name: str):
 
 def stage_params(stage: str, executor: str, workers: int, args: argparse.Namespace) -> dict:
     """params.yaml with the engine, shard size (and model) of this run."""
-    from paracl.params import load_params
+    from paracl.core.params import load_params
 
     params = load_params(REPO / "params.yaml")
     params.update(executor=executor, workers=workers, model_workers=workers, device="cpu")
@@ -145,8 +145,8 @@ def make_stage_input(stage: str, args, scale: int, workdir: Path) -> None:
     repeated `scale` times with new ids."""
     import pandas as pd
 
-    from paracl import schemas
-    from paracl.io import iter_batches, write_parquet
+    from paracl.core import schemas
+    from paracl.core.io import iter_batches, write_parquet
 
     frames, held = [], 0
     for batch in iter_batches(args.corpus, batch_size=4096, schema=schemas.CORPUS):
@@ -156,8 +156,8 @@ def make_stage_input(stage: str, args, scale: int, workdir: Path) -> None:
             break
     head = pd.concat(frames, ignore_index=True).iloc[: args.sentences]
     if stage == "rank_fluency":
-        from paracl.paraphrase.dictionaries import read_dictionary
-        from paracl.paraphrase.substitute import RuleIndex, candidate_rows
+        from paracl.parts.ppdb_rules import read_dictionary
+        from paracl.stages.ppdb_substitute import RuleIndex, candidate_rows
 
         rules = read_dictionary(args.dictionary, "ppdb-sample").rules
         index = RuleIndex(rules[rules["prob"] >= 0.3].reset_index(drop=True), "en", 6)

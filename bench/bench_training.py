@@ -15,7 +15,7 @@ batches and with `length_grouping` (batches of similar length); sentence-transfo
 its default batch sampler, which a user of it would get.
 
 `--train-layers all 4` also runs paracl with only the top 4 transformer layers (+ the
-final norm) trained (train_contrastive.train_layers, paracl.freeze): the same data,
+final norm) trained (train_contrastive.train_layers, paracl.core.freeze): the same data,
 batch and length, so `speedup_top4_vs_all` is what freezing the lower layers saves. The
 sentence-transformers trainer always trains every layer.
 
@@ -38,11 +38,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from paracl.freeze import freeze
-from paracl.models import resolve_model
-from paracl.training.encoder import build_encoder
-from paracl.training.losses import infonce
-from paracl.training.trainer import TrainConfig, train
+from paracl.core.freeze import freeze
+from paracl.core.models import resolve_model
+from paracl.parts.encoder.build import build_encoder
+from paracl.parts.losses import infonce
+from paracl.parts.training.trainer import TrainConfig, train
 
 WORDS = (
     "a man woman child dog cat plays runs eats guitar piano field kitchen city river sea "

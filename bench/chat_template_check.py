@@ -11,10 +11,10 @@ from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
 from transformers import AutoTokenizer
 
-from paracl.evaluation.metrics import spearman
-from paracl.evaluation.readers import read_stsb
-from paracl.models import resolve_model
-from paracl.training.encoder import build_encoder
+from paracl.core.models import resolve_model
+from paracl.parts.encoder.build import build_encoder
+from paracl.parts.evaluation.metrics import spearman
+from paracl.parts.evaluation.readers import read_stsb
 
 torch.set_num_threads(2)
 TEXT = "a girl is styling her hair ."

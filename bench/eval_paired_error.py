@@ -8,7 +8,7 @@ it cancels).
         models/encoders/none models/encoders/simcse_unsup_s1 --pool 1000 > paired.json
 
 The draws come from a pool: each set's seeded stratified sample of `--pool` pairs (the
-evaluate stage's paracl.evaluation.sample; whole sets with --pool 0), embedded once per
+evaluate stage's paracl.parts.evaluation.sample; whole sets with --pool 0), embedded once per
 encoder; n pairs are drawn from it with replacement, i.e. from a population shaped like the
 set. A pool of 1,000 per set costs ~14,000 sentences per encoder.
 """
@@ -22,9 +22,9 @@ import numpy as np
 import torch
 from scipy import stats
 
-from paracl.evaluation.encoder import EmbeddingCache, load_encoder
-from paracl.evaluation.sample import sample_rows
-from paracl.evaluation.unsup_sts import strata_column, sts_sets
+from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
+from paracl.parts.evaluation.sample import sample_rows
+from paracl.parts.evaluation.unsup_sts import strata_column, sts_sets
 
 CAPS = (100, 250, 500, 1000)
 

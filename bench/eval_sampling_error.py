@@ -1,5 +1,5 @@
 """Sampling error of unsupervised STS scores: all-MiniLM-L6-v2 (`none`) on the English
-sets, whole vs seeded stratified samples (paracl.evaluation.sample), with bootstrap SEs.
+sets, whole vs seeded stratified samples (paracl.parts.evaluation.sample), with bootstrap SEs.
 
     nice -n 10 .venv/bin/python bench/eval_sampling_error.py ../shared/data
 """
@@ -12,10 +12,10 @@ import numpy as np
 import torch
 from scipy import stats
 
-from paracl.evaluation.encoder import EmbeddingCache, load_encoder
-from paracl.evaluation.sample import sample_rows
-from paracl.evaluation.unsup_sts import strata_column, sts_sets
-from paracl.models import resolve_model
+from paracl.core.models import resolve_model
+from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
+from paracl.parts.evaluation.sample import sample_rows
+from paracl.parts.evaluation.unsup_sts import strata_column, sts_sets
 
 torch.set_num_threads(2)
 raw = sys.argv[1]

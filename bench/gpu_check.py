@@ -26,10 +26,10 @@ from types import SimpleNamespace
 import pandas as pd
 import torch
 
+from paracl.parts.encoder.build import build_encoder
+from paracl.parts.losses import infonce
+from paracl.parts.training.trainer import TrainConfig, train
 from paracl.testing.tiny_models import build_tiny_model, build_tokenizer
-from paracl.training.encoder import build_encoder
-from paracl.training.losses import infonce
-from paracl.training.trainer import TrainConfig, train
 
 DEVICE = torch.device("cuda")  # --device cpu: a dry run of part 1 here
 WORDS = "the a cat dog sat on mat river bank money runs fast slow red blue green".split()
@@ -74,8 +74,8 @@ def contrastive(model_dir: Path, precision: str, batch: int, steps: int, words: 
 def finetune(model_dir: Path, precision: str) -> dict:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.device import adamw, grad_scaler, optimizer_step
-    from paracl.evaluation.finetune import FinetuneConfig, train_step
+    from paracl.core.device import adamw, grad_scaler, optimizer_step
+    from paracl.parts.finetune.tuning import FinetuneConfig, train_step
 
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2).to(DEVICE)
@@ -96,7 +96,7 @@ def finetune(model_dir: Path, precision: str) -> dict:
 
 
 def paraphraser(model_dir: Path, precision: str) -> dict:
-    from paracl.roundtrip import paraphraser as para
+    from paracl.parts import paraphraser as para
 
     model, tok = para.load(model_dir, DEVICE)
     para.add_tag_tokens(tok, model)
@@ -113,7 +113,7 @@ def paraphraser(model_dir: Path, precision: str) -> dict:
 def part1(root: Path) -> dict:
     out: dict = {}
     dirs = {a: build_tiny_model(a, root / a) for a in ("bert", "llama", "gemma3_text")}
-    from paracl.standins import build_tiny_model as build_seq2seq
+    from paracl.parts.standins import build_tiny_model as build_seq2seq
 
     dirs["bart"] = build_seq2seq("bart", root / "bart")
     for precision in ("bf16", "fp16"):

@@ -7,14 +7,14 @@ next-token training; the metrics say which path ran (`filler`, `objective`) and 
 held-out dev perplexity before and after. With `adapt_filler.enabled: false` a T5 is
 saved unchanged and a causal LM only recorded, so the corrupt stage always reads the
 same directory; its paracl_filler.json says what it is
-(paracl.negatives.adapt_filler.adapt_corpus).
+(paracl.stages.adapt_filler.adapt_corpus).
 """
 
-from paracl.key_figures import write_metrics
-from paracl.negatives.adapt_filler import OBJECTIVES, adapt_corpus, write_curve
-from paracl.stage import args, run
+from paracl.core.key_figures import write_metrics
+from paracl.core.stage import args, run
+from paracl.stages.adapt_filler import OBJECTIVES, adapt_corpus, write_curve
 
-# dvc.yaml's metrics (paracl.key_figures): the adapted filler's dev perplexity
+# dvc.yaml's metrics (paracl.core.key_figures): the adapted filler's dev perplexity
 KEY_FIGURES = ("dev_perplexity",)
 
 

@@ -7,22 +7,22 @@ jaquad corpus: titled documents). A fixed retriever (`ebsim_retrieve.retriever`,
 train_contrastive.base_model; mean pooling, never trained) embeds each title and its
 sentences and ranks them; relevant_1's words like a title word (>= eta) are masked. No
 seed changes any of it, so every ebsim run and seed reads this one ranking (its `input`)
-and only draws its negatives (paracl.training.losses.ebsim_triplet.triples). Before this
-stage each run embedded the corpus again. The code: paracl.training.ebsim_retrieve.
+and only draws its negatives (paracl.parts.losses.ebsim_triplet.triples). Before this
+stage each run embedded the corpus again. The code: paracl.stages.ebsim_retrieve.
 """
 
 import logging
 import time
 
-from paracl import schemas
-from paracl.device import select_device
-from paracl.io import read_parquet, write_parquet
-from paracl.key_figures import write_metrics
-from paracl.params import ParamsError
-from paracl.stage import args, run
-from paracl.training.ebsim_retrieve import load_retriever, rank_documents
+from paracl.core import schemas
+from paracl.core.device import select_device
+from paracl.core.io import read_parquet, write_parquet
+from paracl.core.key_figures import write_metrics
+from paracl.core.params import ParamsError
+from paracl.core.stage import args, run
+from paracl.stages.ebsim_retrieve import load_retriever, rank_documents
 
-# dvc.yaml's metrics (paracl.key_figures): documents ranked
+# dvc.yaml's metrics (paracl.core.key_figures): documents ranked
 KEY_FIGURES = ("documents",)
 
 

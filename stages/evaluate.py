@@ -9,11 +9,11 @@ the sentence-transformers folder train_contrastive wrote; its training metrics n
 base model that ran (carried into the result).
 """
 
-from paracl.device import select_device
-from paracl.evaluation.job_result import check_inputs
-from paracl.evaluation.jobs import run_job
-from paracl.io import write_json
-from paracl.stage import args, run
+from paracl.core.device import select_device
+from paracl.core.io import write_json
+from paracl.core.stage import args, run
+from paracl.parts.evaluation.job_result import check_inputs
+from paracl.stages.evaluate import run_job
 
 
 def main(params: dict) -> None:

@@ -8,11 +8,11 @@ transformer, trained on a seeded sample of the task's train split (the papers' k
 score: PPDB paper Table 3, EBSIM). Mixed precision follows the top-level `precision`.
 """
 
-from paracl.device import select_device
-from paracl.evaluation.finetune_job import run_finetune_job
-from paracl.evaluation.job_result import check_inputs
-from paracl.io import write_json
-from paracl.stage import args, run
+from paracl.core.device import select_device
+from paracl.core.io import write_json
+from paracl.core.stage import args, run
+from paracl.parts.evaluation.job_result import check_inputs
+from paracl.stages.evaluate_finetune import run_finetune_job
 
 
 def main(params: dict) -> None:

@@ -3,9 +3,9 @@
 python stages/fetch.py <raw dir> <metrics.json>
 """
 
-from paracl.fetch import fetch, resolve_mirror
-from paracl.io import write_json
-from paracl.stage import args, run
+from paracl.core.io import write_json
+from paracl.core.stage import args, run
+from paracl.stages.fetch import fetch, resolve_mirror
 
 
 def main(params: dict) -> None:

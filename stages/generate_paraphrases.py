@@ -4,25 +4,28 @@
         HEATMAP_DIR HEATMAP_PNG
 
 Each output is scored as the tagger scores candidates, so the metrics and heatmaps (paper
-Figure 3) show whether the tags were obeyed (paracl.roundtrip.tag_adherence), next to the
+Figure 3) show whether the tags were obeyed (paracl.parts.tags.adherence), next to the
 same paraphraser prompted with no tags (BASELINE, with `baseline: true`). A seeded
 sample of `max_sentences` is generated shard by shard (resumable; Ray actors on
 `executor: ray`, each loading the paraphraser and the scorer once: see
-paracl.roundtrip.generation); output bytes depend on shard_size, not on the engine.
+paracl.stages.generate_paraphrases); output bytes depend on shard_size, not on the engine.
 """
 
 import logging
 
-from paracl import schemas
-from paracl.device import seed_everything
-from paracl.io import check_parquet, read_json
-from paracl.key_figures import write_metrics
-from paracl.models import check_model_dir
-from paracl.roundtrip import generation, heatmap, paraphraser, tag_adherence, tagging
-from paracl.stage import args, run
+from paracl.core import schemas
+from paracl.core.device import seed_everything
+from paracl.core.io import check_parquet, read_json
+from paracl.core.key_figures import write_metrics
+from paracl.core.models import check_model_dir
+from paracl.core.stage import args, run
+from paracl.parts import paraphraser
+from paracl.parts.tags import adherence as tag_adherence
+from paracl.parts.tags import heatmap, tagging
+from paracl.stages import generate_paraphrases as generation
 
 log = logging.getLogger("generate_paraphrases")
-# dvc.yaml's metrics (paracl.key_figures): paraphrases generated
+# dvc.yaml's metrics (paracl.core.key_figures): paraphrases generated
 KEY_FIGURES = ("n_generated",)
 
 

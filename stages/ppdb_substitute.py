@@ -4,18 +4,18 @@
 
 Keeps the rules of `ppdb_substitute.dictionary[lang]` with p(d|s) >= `theta` and writes
 every sentence's substitution candidates (PPDB paper §3.2, Figure 1) as a resumable
-shard directory (paracl.paraphrase.substitute.substitute_corpus). The rule table carries
+shard directory (paracl.stages.ppdb_substitute.substitute_corpus). The rule table carries
 this stage's metrics in its metadata, for rank_fluency's metrics.
 """
 
-from paracl import schemas
-from paracl.distributed.sharded import Engine
-from paracl.io import write_parquet
-from paracl.key_figures import write_metrics
-from paracl.paraphrase.substitute import substitute_corpus
-from paracl.stage import args, run
+from paracl.core import schemas
+from paracl.core.distributed.sharded import Engine
+from paracl.core.io import write_parquet
+from paracl.core.key_figures import write_metrics
+from paracl.core.stage import args, run
+from paracl.stages.ppdb_substitute import substitute_corpus
 
-# dvc.yaml's metrics (paracl.key_figures): rules kept at θ, candidates made
+# dvc.yaml's metrics (paracl.core.key_figures): rules kept at θ, candidates made
 KEY_FIGURES = ("rules_kept_theta", "candidates")
 
 

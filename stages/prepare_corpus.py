@@ -8,12 +8,12 @@ The source is `prepare_corpus.input[lang]` (a path under data/raw).
 import logging
 import time
 
-from paracl.corpus.pipeline import CorpusConfig, cache_key, default_workers, prepare_corpus
-from paracl.distributed.shards import ShardCache
-from paracl.key_figures import write_metrics
-from paracl.stage import args, run
+from paracl.core.distributed.shards import ShardCache
+from paracl.core.key_figures import write_metrics
+from paracl.core.stage import args, run
+from paracl.parts.corpus.pipeline import CorpusConfig, cache_key, default_workers, prepare_corpus
 
-# dvc.yaml's metrics (paracl.key_figures): sentences kept
+# dvc.yaml's metrics (paracl.core.key_figures): sentences kept
 KEY_FIGURES = ("kept",)
 
 

@@ -17,15 +17,15 @@ from dataclasses import replace
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paracl import schemas
-from paracl.corpus.pipeline import CorpusConfig, cache_key, default_workers, prepare_corpus
-from paracl.corpus.readers import input_files
-from paracl.distributed.shards import ShardCache
-from paracl.errors import InputError
-from paracl.io import atomic_path, iter_batches, row_count
-from paracl.key_figures import write_metrics
-from paracl.params import ParamsError
-from paracl.stage import args, run
+from paracl.core import schemas
+from paracl.core.distributed.shards import ShardCache
+from paracl.core.errors import InputError
+from paracl.core.io import atomic_path, iter_batches, row_count
+from paracl.core.key_figures import write_metrics
+from paracl.core.params import ParamsError
+from paracl.core.stage import args, run
+from paracl.parts.corpus.pipeline import CorpusConfig, cache_key, default_workers, prepare_corpus
+from paracl.parts.corpus.readers import input_files
 
 
 def domain_config(params: dict, name: str) -> CorpusConfig:
@@ -59,7 +59,7 @@ def write_mix(main: str, domain: str, out: str) -> dict:
     return {"main_sentences": n_main, "domain_sentences": n_domain, "domain_share": share}
 
 
-# dvc.yaml's metrics (paracl.key_figures): domain sentences kept
+# dvc.yaml's metrics (paracl.core.key_figures): domain sentences kept
 KEY_FIGURES = ("kept",)
 
 

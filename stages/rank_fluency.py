@@ -3,19 +3,19 @@
     python stages/rank_fluency.py <candidates> <rules> <pairs out> <metrics.json>
 
 Perplexity comes from a causal LM (`rank_fluency.model[lang]`, resolved offline by
-paracl.models; the metrics say which weights ran). `max_sentences` caps how many
+paracl.core.models; the metrics say which weights ran). `max_sentences` caps how many
 sentences are scored (the first ones with candidates) so that a CPU run stays short.
-The pairs are a resumable shard directory (paracl.paraphrase.fluency.rank_candidates).
+The pairs are a resumable shard directory (paracl.stages.rank_fluency.rank_candidates).
 The rule table's metadata holds ppdb_substitute's metrics, repeated in this stage's.
 """
 
-from paracl.io import read_metadata
-from paracl.key_figures import write_metrics
-from paracl.models import resolve_model
-from paracl.paraphrase.fluency import rank_candidates
-from paracl.stage import args, run
+from paracl.core.io import read_metadata
+from paracl.core.key_figures import write_metrics
+from paracl.core.models import resolve_model
+from paracl.core.stage import args, run
+from paracl.stages.rank_fluency import rank_candidates
 
-# dvc.yaml's metrics (paracl.key_figures): training pairs made
+# dvc.yaml's metrics (paracl.core.key_figures): training pairs made
 KEY_FIGURES = ("pairs",)
 
 

@@ -5,7 +5,7 @@
 Each sampled sentence is translated to the pivot language and back with every decoding
 setting in each direction (paper §3.2: 2 × 2 = 4 candidates a sentence), shard by shard
 (resumable; Ray actors on `executor: ray`, each loading both translators once); see
-paracl.roundtrip.translate. MODE (sample | greedy) overrides `roundtrip.mode`: stage
+paracl.stages.roundtrip. MODE (sample | greedy) overrides `roundtrip.mode`: stage
 roundtrip_baseline@greedy runs `greedy`, the paper's round-trip baseline (§4.4: the same
 translators, greedy decoding), on the same seeded sample.
 """
@@ -14,14 +14,14 @@ import logging
 import sys
 import time
 
-from paracl.device import seed_everything, select_device
-from paracl.key_figures import write_metrics
-from paracl.params import ParamsError
-from paracl.roundtrip import translate
-from paracl.stage import args, run
+from paracl.core.device import seed_everything, select_device
+from paracl.core.key_figures import write_metrics
+from paracl.core.params import ParamsError
+from paracl.core.stage import args, run
+from paracl.stages import roundtrip as translate
 
 log = logging.getLogger("roundtrip")
-# dvc.yaml's metrics (paracl.key_figures): candidates made
+# dvc.yaml's metrics (paracl.core.key_figures): candidates made
 KEY_FIGURES = ("n_candidates",)
 
 

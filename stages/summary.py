@@ -6,21 +6,15 @@ Rows: the methods of train_contrastive.methods, each over its runs (one per trai
 seed, train_contrastive.runs); columns: evaluate.tasks and evaluate.finetune_tasks (only
 the runs of evaluate.finetune_runs have those), then the averages and the difference to
 `none`. scores.json holds each row's scores alone: what dvc.yaml declares as metrics
-(paracl.evaluation.summary.scores).
+(paracl.stages.summary.scores).
 """
 
 from pathlib import Path
 
-from paracl.evaluation.summary import (
-    build_summary,
-    load_results,
-    run_groups,
-    scores,
-    to_markdown,
-)
-from paracl.io import ArtifactError, atomic_path, write_json
-from paracl.params import expand_runs
-from paracl.stage import args, run
+from paracl.core.io import ArtifactError, atomic_path, write_json
+from paracl.core.params import expand_runs
+from paracl.core.stage import args, run
+from paracl.stages.summary import build_summary, load_results, run_groups, scores, to_markdown
 
 
 def main(params: dict) -> None:

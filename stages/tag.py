@@ -5,21 +5,22 @@
 Every candidate is scored shard by shard into SCORED (resumable; Ray actors on
 `executor: ray`), then one streaming pass keeps the high-quality pairs for the balanced
 dev/test/train split and a seeded sample for the SIM×BLEU heatmap (paper Figure 1);
-see paracl.roundtrip.scoring.
+see paracl.stages.tag.
 """
 
 import logging
 
-from paracl import schemas
-from paracl.io import read_metadata, write_parquet
-from paracl.key_figures import write_metrics
-from paracl.roundtrip import heatmap, scoring, tagging
-from paracl.stage import args, run
+from paracl.core import schemas
+from paracl.core.io import read_metadata, write_parquet
+from paracl.core.key_figures import write_metrics
+from paracl.core.stage import args, run
+from paracl.parts.tags import heatmap, tagging
+from paracl.stages import tag as scoring
 
 log = logging.getLogger("tag")
 
 
-# dvc.yaml's metrics (paracl.key_figures): high-quality candidates, training pairs
+# dvc.yaml's metrics (paracl.core.key_figures): high-quality candidates, training pairs
 KEY_FIGURES = ("n_high_quality", "split_sizes.train")
 
 

@@ -4,19 +4,19 @@
 
 The run is an entry of train_contrastive.runs (a method and one of its seeds, written by
 `paracl expand`); the method is train_contrastive.methods.<method>: its input, its loss,
-the loss's own params and the shared keys it sets for itself (paracl.training.methods).
+the loss's own params and the shared keys it sets for itself (paracl.parts.training.methods).
 Writes the encoder (a SentenceTransformer folder with its model card), the training
 metrics and the training curves (dvclive TSVs + a PNG). `train_contrastive.processes: N`
 relaunches it under torchrun on N processes; a killed run resumes from its checkpoint
-(paracl.training.run).
+(paracl.stages.train_contrastive).
 """
 
 from pathlib import Path
 
-from paracl.params import ParamsError, expand_runs
-from paracl.stage import args, run
-from paracl.training.methods import method_spec, run_config
-from paracl.training.run import run_method
+from paracl.core.params import ParamsError, expand_runs
+from paracl.core.stage import args, run
+from paracl.parts.training.methods import method_spec, run_config
+from paracl.stages.train_contrastive import run_method
 
 
 def main(params: dict) -> None:

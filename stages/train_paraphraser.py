@@ -1,5 +1,5 @@
 """Stage train_paraphraser: tagged pairs → a paraphraser with the tags as tokens (BART as
-in the paper, or a decoder-only causal LM offline: paracl.roundtrip.paraphraser).
+in the paper, or a decoder-only causal LM offline: paracl.parts.paraphraser).
 
     python stages/train_paraphraser.py TAGGED MODEL METRICS LOSS_CSV
 
@@ -7,14 +7,14 @@ The model directory also holds paraphraser.INFO_FILE (what it was trained from a
 how many pairs), so generate_paraphrases knows when there was nothing to train on.
 """
 
-from paracl import schemas
-from paracl.device import seed_everything, select_device
-from paracl.io import atomic_dir, atomic_path, read_parquet
-from paracl.key_figures import write_metrics
-from paracl.roundtrip import paraphraser
-from paracl.stage import args, run
+from paracl.core import schemas
+from paracl.core.device import seed_everything, select_device
+from paracl.core.io import atomic_dir, atomic_path, read_parquet
+from paracl.core.key_figures import write_metrics
+from paracl.core.stage import args, run
+from paracl.parts import paraphraser
 
-# dvc.yaml's metrics (paracl.key_figures): the best epoch's dev loss
+# dvc.yaml's metrics (paracl.core.key_figures): the best epoch's dev loss
 KEY_FIGURES = ("best_dev_loss",)
 
 

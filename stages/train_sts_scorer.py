@@ -9,16 +9,16 @@ saved with the model, so tag and generate_paraphrases load either (roundtrip/sts
 import logging
 import time
 
-from paracl.device import select_device
-from paracl.io import atomic_dir
-from paracl.key_figures import write_metrics
-from paracl.models import resolve_model
-from paracl.params import ParamsError
-from paracl.roundtrip import sts_scorer
-from paracl.stage import args, run
+from paracl.core.device import select_device
+from paracl.core.io import atomic_dir
+from paracl.core.key_figures import write_metrics
+from paracl.core.models import resolve_model
+from paracl.core.params import ParamsError
+from paracl.core.stage import args, run
+from paracl.parts import sts_scorer
 
 log = logging.getLogger("train_sts_scorer")
-# dvc.yaml's metrics (paracl.key_figures): the best seed's dev score
+# dvc.yaml's metrics (paracl.core.key_figures): the best seed's dev score
 KEY_FIGURES = ("dev.spearman",)
 
 

@@ -70,7 +70,7 @@ def tiny_marian(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_fsmt(tmp_path_factory) -> Path:
-    from paracl.standins import build_tiny_fsmt
+    from paracl.parts.standins import build_tiny_fsmt
 
     return build_tiny_fsmt(tmp_path_factory.mktemp("tiny-fsmt"))
 

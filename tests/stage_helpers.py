@@ -76,7 +76,7 @@ def stage_argv(stage: str, params: dict) -> list[str]:
     may hold only its stage's) come from params.yaml, as the other stages need them."""
     import yaml
 
-    from paracl.params import with_runs
+    from paracl.core.params import with_runs
 
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))
     defaults = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))

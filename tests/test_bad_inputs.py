@@ -365,7 +365,7 @@ def _in_child(fn: Callable[[], None], cwd: Path, env: dict[str, str], timeout: f
 
 def run_fast(project: Path, argv: Sequence[str], env: dict[str, str]) -> tuple[int, str]:
     """`python stages/<name>.py args` in a forked child of this process."""
-    from paracl.stage import run
+    from paracl.core.stage import run
 
     module = load_stage(Path(argv[0]).stem)
 
@@ -406,7 +406,7 @@ class Project:
 
 def private_mirror(shared: Path, dest: Path, sources: list[str]) -> Path:
     """A mirror of links to the registry files of `sources`: damage replaces a link."""
-    from paracl.fetch import load_registry, select
+    from paracl.stages.fetch import load_registry, select
 
     for entry in select(load_registry(), sources):
         link = dest / entry.file

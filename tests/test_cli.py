@@ -31,7 +31,7 @@ def test_score_gives_a_cosine(capsys, tiny_bert):
 def _tagged_paraphraser(tiny_bart, out_dir):
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from paracl.roundtrip.paraphraser import add_tag_tokens
+    from paracl.parts.paraphraser import add_tag_tokens
 
     tok = AutoTokenizer.from_pretrained(tiny_bart)
     model = AutoModelForSeq2SeqLM.from_pretrained(tiny_bart)
@@ -95,7 +95,7 @@ def test_theta_curve_from_exp_show_json(capsys, tmp_path):
     import csv
     import json
 
-    from paracl.evaluation.theta_curve import points
+    from paracl.theta_curve import points
 
     assert {p["name"] for p in points(EXP_SHOW)} == {"main", "exp-a", "exp-b", "exp-c"}
     exp = tmp_path / "exp.json"
@@ -114,7 +114,7 @@ def test_theta_curve_from_exp_show_json(capsys, tmp_path):
 def test_theta_curve_leaves_out_a_baseline_measured_under_other_params(tmp_path):
     """A sweep on top of an uncommitted preset: the commit's own summary (the default
     pipeline's, with a ppdb row) is no θ = 0.3 point; a baseline with the sweep's params is."""
-    from paracl.evaluation.theta_curve import points
+    from paracl.theta_curve import points
 
     def sweep(base_model_of_commit):
         exp = _record("e1", "exp-a", 0.1, 40.0)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from paracl.corpus import langid, segment, tokenize
-from paracl.corpus.readers import ReadStats, read_documents
-from paracl.stage import InputError
+from paracl.core.stage import InputError
+from paracl.parts.corpus import langid, segment, tokenize
+from paracl.parts.corpus.readers import ReadStats, read_documents
 
 # --- sentence splitting -------------------------------------------------------------
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from paracl.corpus.dedup import BUCKETS, DigestSpill, is_member, text_digests
-from paracl.corpus.order import OrderedCandidates, SplitIndex, check_keys, windows
+from paracl.parts.corpus.dedup import BUCKETS, DigestSpill, is_member, text_digests
+from paracl.parts.corpus.order import OrderedCandidates, SplitIndex, check_keys, windows
 
 
 def test_spilled_dedup_keeps_the_first_occurrence_like_a_set(tmp_path):

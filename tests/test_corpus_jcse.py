@@ -9,11 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from paracl import schemas
-from paracl.corpus.pipeline import CorpusConfig, prepare_corpus
-from paracl.corpus.readers import ReadStats, read_documents
-from paracl.fetch import fetch
-from paracl.io import read_parquet
+from paracl.core import schemas
+from paracl.core.io import read_parquet
+from paracl.parts.corpus.pipeline import CorpusConfig, prepare_corpus
+from paracl.parts.corpus.readers import ReadStats, read_documents
+from paracl.stages.fetch import fetch
 
 CORPORA = {"clinic_corpus.txt": 11_832, "QAbot_corpus.txt": 6_872}
 

@@ -17,13 +17,13 @@ import pytest
 import yaml
 from stage_helpers import stage_argv
 
-from paracl import schemas
-from paracl.corpus import pipeline
-from paracl.corpus.pipeline import CorpusConfig, prepare_corpus, split_shard
-from paracl.corpus.readers import Document
-from paracl.errors import InputError
-from paracl.io import read_parquet
-from paracl.params import ParamsError
+from paracl.core import schemas
+from paracl.core.errors import InputError
+from paracl.core.io import read_parquet
+from paracl.core.params import ParamsError
+from paracl.parts.corpus import pipeline
+from paracl.parts.corpus.pipeline import CorpusConfig, prepare_corpus, split_shard
+from paracl.parts.corpus.readers import Document
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from paracl.corpus import pipeline
-from paracl.corpus.pipeline import CorpusConfig, cache_key, prepare_corpus
-from paracl.distributed.executor import Done, make_executor
-from paracl.distributed.shards import ShardCache
-from paracl.params import ParamsError
+from paracl.core.distributed.executor import Done, make_executor
+from paracl.core.distributed.shards import ShardCache
+from paracl.core.params import ParamsError
+from paracl.parts.corpus import pipeline
+from paracl.parts.corpus.pipeline import CorpusConfig, cache_key, prepare_corpus
 
 SUBJECTS = ["The old teacher", "A young engineer", "My neighbour", "The small company", "He"]
 VERBS = ["visited", "described", "photographed", "praised"]

@@ -11,7 +11,7 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from paracl.distributed.gather import gather_columns
+from paracl.core.distributed.gather import gather_columns
 
 WORLD = 2
 BATCH, DIM, OUT = 8, 16, 8  # global batch of 8 pairs + 8 hard negatives

@@ -9,8 +9,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from paracl.distributed.sharded import Engine, map_shards, parquet_shards, stream_shards
-from paracl.io import read_parquet, write_parquet
+from paracl.core.distributed.sharded import Engine, map_shards, parquet_shards, stream_shards
+from paracl.core.io import read_parquet, write_parquet
 
 IN_SCHEMA = pa.schema([("id", pa.int64()), ("text", pa.string())])
 OUT_SCHEMA = pa.schema([("id", pa.int64()), ("upper", pa.string()), ("shard", pa.int64())])

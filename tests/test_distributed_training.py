@@ -34,7 +34,7 @@ def _sentences(n: int, seed: int) -> list[str]:
 
 def _workdir(root: Path, model: Path) -> dict:
     """Inputs of ppdb / jcse and STS dev under root; the params to train them with."""
-    from paracl.params import load_params
+    from paracl.core.params import load_params
 
     (root / "data/ppdb").mkdir(parents=True)
     (root / "data/negatives").mkdir(parents=True)
@@ -119,7 +119,7 @@ def test_two_processes_train_the_single_process_model(tmp_path, no_dropout_bert,
     # not fork (a fork of a process whose torch thread pool already ran can hang) but a
     # fork server that imports the training code once for both ranks (saves ~10 CPU-s)
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["paracl.training.methods"])
+    ctx.set_forkserver_preload(["paracl.parts.training.methods"])
     mp.start_processes(
         _worker, (str(two), params, ports), nprocs=2, join=True, start_method="forkserver"
     )
@@ -168,7 +168,7 @@ def test_processes_param_relaunches_under_torchrun(tmp_path, no_dropout_bert):
     """What `dvc repro` runs: the plain command, with processes: 2 in params.yaml."""
     import yaml
 
-    from paracl.params import with_runs
+    from paracl.core.params import with_runs
 
     params = _workdir(tmp_path, no_dropout_bert)
     params["train_contrastive"]["processes"] = 2

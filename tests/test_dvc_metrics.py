@@ -3,7 +3,7 @@ show` lead with the summary's scores and a few key figures per stage.
 
 DVC makes every number of a declared metrics file a column of `dvc exp show` and a line of
 `dvc metrics diff`. The stages' full records (provenance, per-set and per-tag tables) are
-plain outputs; `metrics:` names each stage's `<name>.key.json` (paracl.key_figures) and the
+plain outputs; `metrics:` names each stage's `<name>.key.json` (paracl.core.key_figures) and the
 summary's metrics/scores.json. The check runs dvc itself on a throwaway repo holding the
 project's dvc.yaml and params.yaml and, at the declared paths, what the stages' own writers
 make of the committed default run's records; no stage runs.
@@ -20,9 +20,9 @@ from stage_helpers import REPO, dep_paths, expand_stages, load_stage
 from test_pipeline_dvc import dvc
 from test_stage_deps import expand_stages as expand_with_every_foreach
 
-from paracl.evaluation.summary import scores
-from paracl.io import read_json, write_json
-from paracl.key_figures import SUFFIX, key_path, write_metrics
+from paracl.core.io import read_json, write_json
+from paracl.core.key_figures import SUFFIX, key_path, write_metrics
+from paracl.stages.summary import scores
 
 SCORES = "metrics/scores.json"
 SUMMARY = "metrics/summary.json"
@@ -40,10 +40,10 @@ def default_stages() -> dict[str, dict]:
 
 def key_figures(stage: dict) -> tuple[str, ...]:
     """The figures the stage's script copies into its key file (train_contrastive's come
-    from its library, paracl.training.run)."""
+    from its library, paracl.stages.train_contrastive)."""
     script = Path(stage["cmd"].split()[1]).stem
     if script == "train_contrastive":
-        from paracl.training.run import KEY_FIGURES
+        from paracl.stages.train_contrastive import KEY_FIGURES
 
         return KEY_FIGURES
     return load_stage(script).KEY_FIGURES
@@ -140,7 +140,7 @@ def test_theta_curve_reads_the_scores_and_a_sweep_saved_before_them():
     """`paracl theta-curve` takes ppdb's score from metrics/scores.json; an exp-show file
     saved when summary.json was the declared metric (results/*/exp-show-*.json) still
     reads."""
-    from paracl.evaluation import theta_curve as tc
+    from paracl import theta_curve as tc
 
     def record(rev: str, theta: float, path: str, data: dict) -> dict:
         params = {"params.yaml": {"data": {"theta": theta}}}

@@ -20,13 +20,13 @@ from sentence_transformers.base.modules import Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
 from stage_helpers import methods
 
-from paracl.evaluation import jobs
-from paracl.evaluation.encoder import EmbeddingCache
-from paracl.evaluation.metrics import spearman
-from paracl.params import load_params
-from paracl.training.dev import read_sts, sts_spearman
-from paracl.training.encoder import POOLING, build_encoder, embed, truncation
-from paracl.training.methods import method_spec, train_method
+from paracl.core.params import load_params
+from paracl.parts.encoder.build import POOLING, build_encoder, embed, truncation
+from paracl.parts.encoder.embed import EmbeddingCache
+from paracl.parts.evaluation.metrics import spearman
+from paracl.parts.training.dev import read_sts, sts_spearman
+from paracl.parts.training.methods import method_spec, train_method
+from paracl.stages import evaluate as jobs
 
 REPO = Path(__file__).resolve().parents[1]
 CPU = torch.device("cpu")
@@ -233,8 +233,8 @@ def test_minilm_none_scores_as_published(mirror, tmp_path, monkeypatch):
     """all-MiniLM-L6-v2 as `none`: loaded with SentenceTransformer, the saved folder scores
     the base's STS-B test Spearman (82.03, the published figure), and so does the
     evaluation code."""
-    from paracl.evaluation import readers
-    from paracl.models import resolve_model
+    from paracl.core.models import resolve_model
+    from paracl.parts.evaluation import readers
 
     base_id = "sentence-transformers/all-MiniLM-L6-v2"
     try:
@@ -275,7 +275,12 @@ def test_simcse_mlp_is_saved_as_the_pooler_not_in_the_embedding(tiny_bert, tmp_p
     classifier on pooler_output starts from the trained MLP; the embedding is [CLS]."""
     from transformers import AutoModel
 
-    from paracl.training.encoder import TRAINING_ONLY, build_encoder, inference_model, save_encoder
+    from paracl.parts.encoder.build import (
+        TRAINING_ONLY,
+        build_encoder,
+        inference_model,
+        save_encoder,
+    )
 
     model = build_encoder(tiny_bert, "cls_mlp", max_seq_length=16)
     mlp = next(m for m in model if getattr(m, TRAINING_ONLY, False))
@@ -308,7 +313,7 @@ def test_supervised_simcse_keeps_its_mlp_in_the_embedding(tiny_bert, tmp_path):
     (its `--pooler cls`), so the saved stack holds it after the [CLS] pooling."""
     from transformers import AutoModel
 
-    from paracl.training.encoder import SIMCSE_MLP, build_encoder, inference_model, save_encoder
+    from paracl.parts.encoder.build import SIMCSE_MLP, build_encoder, inference_model, save_encoder
 
     model = build_encoder(tiny_bert, "cls_mlp_always", max_seq_length=16)
     mlp = next(m for m in model if getattr(m, SIMCSE_MLP, False))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from paracl.evaluation import tasks
-from paracl.params import ParamsError, job_names, load_params, loss_names, validate
+from paracl.core.params import ParamsError, job_names, load_params, loss_names, validate
+from paracl.parts.evaluation import tasks
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,7 +54,7 @@ def test_a_misspelt_loss_fails_when_params_load(params):
 
 
 def test_loss_names_are_the_loss_registry():
-    from paracl.training.losses import LOSSES
+    from paracl.parts.losses import LOSSES
 
     assert loss_names() == ["none", *LOSSES]
 

@@ -13,15 +13,15 @@ import pytest
 import torch
 from stage_helpers import load_stage, run_stage, squeezed
 
-from paracl.evaluation.encoder import EmbeddingCache, load_encoder
-from paracl.evaluation.finetune import FinetuneConfig, finetune_task
-from paracl.evaluation.finetune_job import finetune_seeds, run_finetune_job
-from paracl.evaluation.jobs import run_job
-from paracl.evaluation.summary import build_summary, load_results, to_markdown
-from paracl.evaluation.tasks import load_task
-from paracl.evaluation.unsup_sts import evaluate_unsup_sts, sts_sets
-from paracl.params import ParamsError, load_params
-from paracl.training.encoder import build_encoder, save_encoder
+from paracl.core.params import ParamsError, load_params
+from paracl.parts.encoder.build import build_encoder, save_encoder
+from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
+from paracl.parts.evaluation.tasks import load_task
+from paracl.parts.evaluation.unsup_sts import evaluate_unsup_sts, sts_sets
+from paracl.parts.finetune.tuning import FinetuneConfig, finetune_task
+from paracl.stages.evaluate import run_job
+from paracl.stages.evaluate_finetune import finetune_seeds, run_finetune_job
+from paracl.stages.summary import build_summary, load_results, to_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 WORDS = "a man is playing guitar on the stage cat sat mat dogs running field woman".split()
@@ -155,8 +155,8 @@ def test_a_causal_lm_reads_a_pair_as_gpt_did(tiny_llama, tmp_path):
     than <eos>, and the head's score is the one at the closing <eos>, padded or not."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.evaluation.encoder import transformer_dir
-    from paracl.evaluation.finetune import causal_pad, causal_pairs
+    from paracl.parts.encoder.embed import transformer_dir
+    from paracl.parts.finetune.tuning import causal_pad, causal_pairs
 
     encoder = tmp_path / "encoder"
     save_encoder(build_encoder(tiny_llama, "mean", None), encoder)
@@ -196,10 +196,10 @@ def test_a_causal_lms_pooled_head_reads_its_sentence_embedding_of_the_pair(tiny_
     batch's padding; last_token keeps transformers' head; anything else is refused."""
     from transformers import AutoTokenizer
 
-    from paracl.errors import InputError
-    from paracl.evaluation.encoder import transformer_dir
-    from paracl.evaluation.finetune import causal_pairs, task_model
-    from paracl.evaluation.tasks import get_task
+    from paracl.core.errors import InputError
+    from paracl.parts.encoder.embed import transformer_dir
+    from paracl.parts.evaluation.tasks import get_task
+    from paracl.parts.finetune.tuning import causal_pairs, task_model
 
     encoder = tmp_path / "encoder"
     save_encoder(build_encoder(tiny_llama, "mean", None), encoder)
@@ -235,9 +235,9 @@ def test_finetune_mini_batches_give_the_whole_batchs_gradient(task, tiny_llama, 
     regression and a classification head, and pads fewer tokens."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.device import grad_scaler
-    from paracl.evaluation.encoder import transformer_dir
-    from paracl.evaluation.finetune import (
+    from paracl.core.device import grad_scaler
+    from paracl.parts.encoder.embed import transformer_dir
+    from paracl.parts.finetune.tuning import (
         _targets,
         causal_pad,
         chunks,
@@ -281,8 +281,8 @@ def test_finetune_top_layers_trains_them_and_the_head_only(tiny_llama, raw, tmp_
     task head change, every layer below keeps its weights, and the result says so."""
     from transformers import AutoModelForSequenceClassification
 
-    from paracl.evaluation.encoder import transformer_dir
-    from paracl.evaluation.finetune import trainable
+    from paracl.parts.encoder.embed import transformer_dir
+    from paracl.parts.finetune.tuning import trainable
 
     encoder = tmp_path / "encoder"
     save_encoder(build_encoder(tiny_llama, "mean", None), encoder)
@@ -309,9 +309,9 @@ def test_finetune_batches_random_as_before_or_grouped_by_length(tiny_bert, raw):
     an epoch, with less padding, and the result's config says which."""
     from transformers import AutoTokenizer
 
-    from paracl.batching import batch_order
-    from paracl.evaluation.encoder import transformer_dir
-    from paracl.evaluation.finetune import token_counts
+    from paracl.core.batching import batch_order
+    from paracl.parts.encoder.embed import transformer_dir
+    from paracl.parts.finetune.tuning import token_counts
 
     gen, old = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
     plain = batch_order(50, 8, gen)

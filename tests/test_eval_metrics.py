@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
-from paracl.evaluation import metrics as M
+from paracl.parts.evaluation import metrics as M
 
 PRED = [0.1, 0.4, 0.35, 0.8, 0.7]
 GOLD = [0.0, 1.0, 2.0, 4.0, 5.0]

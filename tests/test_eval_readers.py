@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from paracl.evaluation import readers
-from paracl.stage import InputError
+from paracl.core.stage import InputError
+from paracl.parts.evaluation import readers
 
 
 def _write(path: Path, text: str, encoding: str = "utf-8") -> Path:

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paracl.evaluation.sample import allocate, sample_rows
-from paracl.evaluation.unsup_sts import _year, evaluate_unsup_sts, sts_sets
+from paracl.parts.evaluation.sample import allocate, sample_rows
+from paracl.parts.evaluation.unsup_sts import _year, evaluate_unsup_sts, sts_sets
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -98,9 +98,9 @@ def test_minilm_on_the_default_sample_lands_within_its_sampling_error(mirror):
     import torch
     from scipy import stats
 
-    from paracl.evaluation.encoder import EmbeddingCache, load_encoder
-    from paracl.models import resolve_model
-    from paracl.params import load_params
+    from paracl.core.models import resolve_model
+    from paracl.core.params import load_params
+    from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
 
     params = load_params(REPO / "params.yaml")
     test = sts_sets("en", mirror)["STSBenchmark"]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from paracl.evaluation.tasks import TASKS, SplitMissing, TaskUnavailable, load_task
-from paracl.fetch import load_registry
+from paracl.parts.evaluation.tasks import TASKS, SplitMissing, TaskUnavailable, load_task
+from paracl.stages.fetch import load_registry
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -156,7 +156,7 @@ def test_mirror_official_and_glue_dev_as_test(mirror):
 
 
 def test_job_results_stay_valid_json():
-    from paracl.evaluation.job_result import finite as _finite
+    from paracl.parts.evaluation.job_result import finite as _finite
 
     out = _finite({"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": 2.5}})
     assert out == {"a": None, "b": [1.0, None], "c": {"d": 2.5}}

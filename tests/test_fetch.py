@@ -10,9 +10,9 @@ import pytest
 import yaml
 from stage_helpers import stage_argv
 
-from paracl import fetch as fetch_mod
-from paracl.fetch import FetchError, SourceFile
-from paracl.fetch.registry import load_registry
+from paracl.parts.sources.registry import load_registry
+from paracl.stages import fetch as fetch_mod
+from paracl.stages.fetch import FetchError, SourceFile
 
 REPO = Path(__file__).resolve().parents[1]
 MIRRORED = "mirror MANIFEST.tsv"  # checksum_from of the rows the offline mirror holds
@@ -181,7 +181,7 @@ def test_archive_links_and_damage_are_refused(tmp_path):
     import io
     import tarfile
 
-    from paracl.fetch.archives import unpack
+    from paracl.parts.sources.archives import unpack
 
     link = tmp_path / "a" / "links.tar.gz"
     link.parent.mkdir()

@@ -24,9 +24,9 @@ import pytest
 import yaml
 from stage_helpers import REPO, stage_argv
 
-from paracl import fetch as fetch_mod
-from paracl.fetch import FetchError, SourceFile
-from paracl.fetch.registry import COLUMNS
+from paracl.parts.sources.registry import COLUMNS
+from paracl.stages import fetch as fetch_mod
+from paracl.stages.fetch import FetchError, SourceFile
 
 PAWS_TSV = (
     b"id\tsentence1\tsentence2\tlabel\r\n"

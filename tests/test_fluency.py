@@ -13,10 +13,10 @@ import pytest
 import torch
 from stage_helpers import run_stage
 
-from paracl import schemas
-from paracl.io import read_metadata, read_parquet, write_parquet
-from paracl.params import load_params
-from paracl.paraphrase.fluency import PerplexityScorer, length_batches
+from paracl.core import schemas
+from paracl.core.io import read_metadata, read_parquet, write_parquet
+from paracl.core.params import load_params
+from paracl.stages.rank_fluency import PerplexityScorer, length_batches
 
 REPO = Path(__file__).resolve().parents[1]
 SENTENCES = [
@@ -181,7 +181,7 @@ def _shuffled(words: list[str], seed: int = 0) -> list[str]:
 )
 def test_gguf_models_tokenise_and_rank_sensibly(model_id, sentences):
     """A GGUF-converted tokenizer that mangles text would not tell word salad apart."""
-    from paracl.models import resolve_model
+    from paracl.core.models import resolve_model
 
     model = resolve_model(model_id)
     scorer = PerplexityScorer(model.path, "cpu", batch_size=8)

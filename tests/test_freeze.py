@@ -1,4 +1,4 @@
-"""paracl.freeze: the top `train_layers` layers (+ the final norm) train, the rest is frozen,
+"""paracl.core.freeze: the top `train_layers` layers (+ the final norm) train, the rest is frozen,
 and dropout still acts below them (SimCSE's two views differ in every layer)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import pytest
 import torch
 from transformers import AutoModel
 
-from paracl.errors import UserError
-from paracl.freeze import freeze
-from paracl.training.encoder import build_encoder
-from paracl.training.losses import infonce
-from paracl.training.trainer import TrainConfig, train
+from paracl.core.errors import UserError
+from paracl.core.freeze import freeze
+from paracl.parts.encoder.build import build_encoder
+from paracl.parts.losses import infonce
+from paracl.parts.training.trainer import TrainConfig, train
 
 PARAM = "train_contrastive.train_layers"
 

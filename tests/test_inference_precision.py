@@ -1,4 +1,4 @@
-"""The inference stages follow the `precision` param too (paracl.device): perplexity
+"""The inference stages follow the `precision` param too (paracl.core.device): perplexity
 ranking, round-trip translation (seq2seq and prompted causal LM), the paraphraser's
 generation and both noun-chunk fillers autocast to the dtype it picks, and stay in fp32
 when it says fp32. Before, they autocast to `auto` whatever the param said, so `precision:
@@ -12,12 +12,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from paracl.negatives.causal import CausalFiller
-from paracl.negatives.generate import T5Filler
-from paracl.negatives.masking import mask_spans
-from paracl.negatives.pipeline import CorruptConfig
-from paracl.paraphrase.fluency import PerplexityScorer
-from paracl.roundtrip.translate import Sampling, load_translator
+from paracl.parts.filler.causal import CausalFiller
+from paracl.parts.filler.generate import T5Filler
+from paracl.parts.filler.masking import mask_spans
+from paracl.parts.filler.pipeline import CorruptConfig
+from paracl.stages.rank_fluency import PerplexityScorer
+from paracl.stages.roundtrip import Sampling, load_translator
 
 CPU = torch.device("cpu")
 TEXTS = ["a man is playing a guitar .", "the cat sat on the mat ."]
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models on shared core
 
 @pytest.fixture
 def autocast_dtypes(monkeypatch) -> list:
-    """The dtype of every torch.autocast entered (paracl.device.autocast calls it)."""
+    """The dtype of every torch.autocast entered (paracl.core.device.autocast calls it)."""
     seen: list = []
     real = torch.autocast
 
@@ -59,7 +59,7 @@ def _translator(model, precision):
 
 
 def _paraphraser(tiny_llama, precision):
-    from paracl.roundtrip import paraphraser
+    from paracl.parts import paraphraser
 
     model, tokenizer = paraphraser.load(tiny_llama, CPU)
     paraphraser.generate(

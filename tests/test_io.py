@@ -6,8 +6,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from paracl import io
-from paracl.io import ArtifactError, ShardedWriter
+from paracl.core import io
+from paracl.core.io import ArtifactError, ShardedWriter
 
 SCHEMA = pa.schema([("id", pa.string()), ("n", pa.int32())])
 

@@ -20,9 +20,9 @@ from smoke_helpers import REPO, merge_preset, smoke_project
 from test_pipeline_dvc import dvc
 from test_smoke_pipeline import expected_outputs, finish, start_repro
 
-from paracl.evaluation.jobs import PI, UNSUP
-from paracl.evaluation.tasks import get_task
-from paracl.params import validate
+from paracl.core.params import validate
+from paracl.parts.evaluation.tasks import get_task
+from paracl.stages.evaluate import PI, UNSUP
 
 JA_PRESET = REPO / "presets" / "ja.yaml"
 # The smoke preset fetches English sources only; the Japanese path reads these too.
@@ -106,7 +106,7 @@ def test_lang_ja_runs_every_stage_on_japanese_data(project):
 def test_train_contrastive_depends_on_the_dev_set_of_every_lang():
     """Under lang: ja train_contrastive scores on JSTS dev: dvc must track that file too
     (it once listed only STS-B dev, so a changed JSTS file reran nothing)."""
-    from paracl.training.dev import DEV_SETS
+    from paracl.parts.training.dev import DEV_SETS
 
     stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["train_contrastive"]
     assert set(DEV_SETS) == {"en", "ja"}
@@ -121,7 +121,7 @@ def test_standin_t5_tokenizer_builds_on_more_kanji_than_pieces(tmp_path):
     the Unigram trainer failed. Now the rare ones map to <unk> and the common ones stay."""
     from transformers import AutoTokenizer
 
-    from paracl.standins import build_standin_t5
+    from paracl.parts.standins import build_standin_t5
 
     kanji = [chr(0x4E00 + i) for i in range(600)]
     texts = [f"これは{kanji[i % 600]}{kanji[(7 * i) % 600]}の文です。" for i in range(400)]

@@ -10,8 +10,8 @@ import pytest
 import torch
 from stage_helpers import squeezed
 
-from paracl.errors import InputError
-from paracl.evaluation.jcse_readers import (
+from paracl.core.errors import InputError
+from paracl.parts.evaluation.jcse_readers import (
     QAbotPool,
     identical_pairs,
     read_jacsts,
@@ -19,8 +19,8 @@ from paracl.evaluation.jcse_readers import (
     read_qabot_pool,
     read_sts_ja_year,
 )
-from paracl.evaluation.jobs import EMBEDDING_JOBS, job_info, run_job
-from paracl.evaluation.retrieval import evaluate_qabot
+from paracl.parts.evaluation.retrieval import evaluate_qabot
+from paracl.stages.evaluate import EMBEDDING_JOBS, job_info, run_job
 
 CPU = torch.device("cpu")
 YEARS = {"STS12": 2615, "STS13": 1063, "STS14": 3165, "STS15": 2901, "STS16": 1143}  # README
@@ -89,7 +89,7 @@ class _Vectors:
 
 
 def test_qabot_retrieval_by_hand():
-    from paracl.evaluation.encoder import EmbeddingCache
+    from paracl.parts.encoder.embed import EmbeddingCache
 
     # query along x; cosines: a 1.0, b 0.8, c 0.6, d 0.0, e -1.0
     vec = {"q1": [1, 0], "q2": [0, 1], "a": [1, 0], "b": [0.8, 0.6], "c": [0.6, 0.8],
@@ -145,7 +145,7 @@ def test_unsup_sts_ja_is_jcse_table_3(tiny_bert, mirror):
 
 
 def test_summary_has_table_6s_layout_and_jcses_claims():
-    from paracl.evaluation.summary import build_summary, to_markdown
+    from paracl.stages.summary import build_summary, to_markdown
 
     def result(mrr: float, map_: float) -> dict:
         breakdown = {"MRR": mrr, "MAP": map_, "P@1": 50.0, "P@5": 20.0}

@@ -20,10 +20,10 @@ import torch
 import yaml
 from stage_helpers import run_stage
 
-from paracl import schemas
-from paracl.io import read_parquet
-from paracl.negatives.domain_vocab import domain_words, vocabulary_use
-from paracl.params import check_train_contrastive, validate
+from paracl.core import schemas
+from paracl.core.io import read_parquet
+from paracl.core.params import check_train_contrastive, validate
+from paracl.parts.filler.domain_vocab import domain_words, vocabulary_use
 from paracl.presets import merge_preset
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,7 +129,7 @@ CLINIC = [
 def test_domain_stages_chain_on_tiny_inputs(tmp_path, monkeypatch, tiny_gpt2):
     from test_negatives_stages import SENTENCES, _params
 
-    from paracl.io import write_parquet
+    from paracl.core.io import write_parquet
 
     monkeypatch.chdir(tmp_path)
     general = SENTENCES * 20  # the main corpus (the reference): 480 general sentences

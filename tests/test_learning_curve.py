@@ -14,7 +14,7 @@ from stage_helpers import squeezed
 
 from paracl import presets
 from paracl.cli import main
-from paracl.evaluation.learning_curve import family, points, steps
+from paracl.learning_curve import family, points, steps
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -108,7 +108,7 @@ def test_a_committed_curve_renders_as_a_table_and_a_plot(train_dir, tmp_path):
     """results/<name>/learning_curve.csv (the CLI's CSV, committed) renders in the docs as
     a table of steps × family with the base as step 0, and its plot is drawn."""
     from paracl import report
-    from paracl.evaluation.learning_curve import read_csv, table, write_csv
+    from paracl.learning_curve import read_csv, table, write_csv
 
     root = tmp_path / "repo"
     (root / "results" / "lc").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""paracl.llama_batch: many completions decoded side by side on llama.cpp.
+"""paracl.parts.llama_batch: many completions decoded side by side on llama.cpp.
 
 On the packaged SmolLM2-135M GGUF (the smallest real model we ship: ~1 s to load, a few
 tokens per completion), so these run in the default suite.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from paracl.llama_batch import BatchedCompletions, Draw
-from paracl.roundtrip.translate import few_shot_prefix, translation_prompt
+from paracl.parts.llama_batch import BatchedCompletions, Draw
+from paracl.stages.roundtrip import few_shot_prefix, translation_prompt
 
 SENTENCES = [
     "The bridge was opened in 1932.",
@@ -24,7 +24,7 @@ SENTENCES = [
 def llm():
     from llama_cpp import Llama
 
-    from paracl.models import packaged_gguf
+    from paracl.core.models import packaged_gguf
 
     path = packaged_gguf("HuggingFaceTB/SmolLM2-135M-Instruct")
     if path is None:

@@ -8,8 +8,8 @@ import pytest
 import torch
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-from paracl.training.losses import AdditiveMarginScaleLoss, WeightedHardNegativeLoss
-from paracl.training.losses.ebsim_triplet import EbsimTripletLoss, triplet_margin
+from paracl.parts.losses import AdditiveMarginScaleLoss, WeightedHardNegativeLoss
+from paracl.parts.losses.ebsim_triplet import EbsimTripletLoss, triplet_margin
 
 # unit vectors in 2-D: cosines are easy to write down
 A = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
@@ -65,8 +65,8 @@ def test_jcse_weight_matters_and_zero_is_mnrl_with_negatives():
 
 
 def test_jcse_old_alpha_key_names_its_replacement():
-    from paracl.params import ParamsError
-    from paracl.training.methods import method_spec
+    from paracl.core.params import ParamsError
+    from paracl.parts.training.methods import method_spec
 
     entry = {"loss": "jcse", "input": "x.parquet", "alpha": 0.0}
     with pytest.raises(ParamsError, match=r"jcse\.alpha' was replaced by hard_negative_weight"):
@@ -150,7 +150,7 @@ def test_ebsim_heads_train_on_states_of_any_scale():
 def test_ebsim_summary_token_is_cls_or_a_causal_lms_last_real_token():
     """A causal LM's first position has read nothing of the pair: RA reads its last real
     token instead, on either padding side."""
-    from paracl.training.losses.ebsim_triplet import summary_positions
+    from paracl.parts.losses.ebsim_triplet import summary_positions
 
     right = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]])
     left = torch.tensor([[0, 1, 1, 1], [0, 0, 1, 1]])

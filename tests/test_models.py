@@ -2,8 +2,8 @@
 
 import pytest
 
-from paracl import models
-from paracl.models import ModelNotFoundError, resolve_model
+from paracl.core import models
+from paracl.core.models import ModelNotFoundError, resolve_model
 
 
 def test_local_directory_is_used_as_is(tiny_bert):

@@ -4,9 +4,9 @@ import pytest
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-from paracl.negatives.adapt import AdaptConfig, adapt
-from paracl.negatives.generate import T5Filler
-from paracl.standins import build_standin_t5
+from paracl.parts.filler.adapt import AdaptConfig, adapt
+from paracl.parts.filler.generate import T5Filler
+from paracl.parts.standins import build_standin_t5
 
 CORPUS = [
     "the cat sat on the mat in the afternoon sun .",

@@ -9,9 +9,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from paracl.negatives import adapt_causal, adapt_loop
-from paracl.negatives.adapt_causal import CausalAdaptConfig, collate, mean_nll, sequences
-from paracl.negatives.causal import bos_id
+from paracl.parts.filler import adapt_causal, adapt_loop
+from paracl.parts.filler.adapt_causal import CausalAdaptConfig, collate, mean_nll, sequences
+from paracl.parts.filler.causal import bos_id
 
 DOMAIN = [
     "the patient was admitted with acute aortic dissection and chest pain .",
@@ -73,7 +73,7 @@ def test_top_layers_only_train_and_the_rest_stay(tiny_llama):
 
 
 def test_steps_go_through_the_loss_scaler(tiny_llama, monkeypatch):
-    """Under fp16 the loss is scaled (paracl.device.grad_scaler); forced on CPU here, the
+    """Under fp16 the loss is scaled (paracl.core.device.grad_scaler); forced on CPU here, the
     scaled run still learns and matches the unscaled one."""
     scaled = []
 
@@ -145,8 +145,8 @@ def test_adapt_filler_adapts_a_causal_lm_and_both_corrupt_stages_fill(
 
 
 def test_unadapted_negatives_need_a_real_filler():
-    from paracl.errors import InputError
-    from paracl.negatives.sharded import model_info
+    from paracl.core.errors import InputError
+    from paracl.stages.corrupt import model_info
 
     params = {"lang": "en", "adapt_filler": {"model": {"en": "tiny-random:t5"}}}
     with pytest.raises(InputError, match=r"adapt_filler\.model\.en: tiny-random:t5 is a random"):

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 import torch
 
-from paracl.negatives.causal import CausalFiller, is_causal_lm, row_seed
-from paracl.negatives.chunks import load_pipeline
-from paracl.negatives.fills import is_dangling, is_garbled, is_original, outside_changed
-from paracl.negatives.pipeline import CorruptConfig, corrupt, join_spaced, merge_stats
+from paracl.parts.filler.causal import CausalFiller, is_causal_lm, row_seed
+from paracl.parts.filler.chunks import load_pipeline
+from paracl.parts.filler.fills import is_dangling, is_garbled, is_original, outside_changed
+from paracl.parts.filler.pipeline import CorruptConfig, corrupt, join_spaced, merge_stats
 
 CPU = torch.device("cpu")
 ANCHORS = pd.DataFrame(
@@ -94,7 +94,7 @@ def test_same_seed_same_rows_in_any_batching(tiny_gpt2, nlp_en):
 
 
 def test_too_few_samples_for_the_negatives_is_a_params_error():
-    from paracl.params import ParamsError
+    from paracl.core.params import ParamsError
 
     cfg = {f: getattr(CorruptConfig(), f) for f in CorruptConfig.__dataclass_fields__}
     with pytest.raises(ParamsError, match="num_samples"):
@@ -105,8 +105,8 @@ def test_stages_record_the_causal_lm_and_corrupt_with_it(tmp_path, monkeypatch, 
     from stage_helpers import run_stage
     from test_negatives_stages import _params, _write_corpus
 
-    from paracl import schemas
-    from paracl.io import read_parquet
+    from paracl.core import schemas
+    from paracl.core.io import read_parquet
 
     monkeypatch.chdir(tmp_path)
     _write_corpus()
@@ -154,7 +154,7 @@ JA = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
     ],
 )
 def test_packaged_lm_writes_real_negatives(lang, model_id, texts, one_thread):
-    from paracl.models import resolve_model
+    from paracl.core.models import resolve_model
 
     anchors = pd.DataFrame({"id": [f"s{i}" for i in range(len(texts))], "text": texts})
     cfg = CorruptConfig(num_return_sequences=2, num_samples=8)

@@ -5,8 +5,8 @@ Each pipeline loads in a few seconds; they are loaded once per test session.
 
 import pytest
 
-from paracl.negatives.chunks import load_pipeline, noun_chunk_spans
-from paracl.negatives.pipeline import mask_texts
+from paracl.parts.filler.chunks import load_pipeline, noun_chunk_spans
+from paracl.parts.filler.pipeline import mask_texts
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ import pandas as pd
 import pytest
 import torch
 
-from paracl import schemas
-from paracl.io import read_parquet, write_parquet
-from paracl.negatives.chunks import load_pipeline
-from paracl.negatives.generate import T5Filler, sentinel_ids
-from paracl.negatives.pipeline import CorruptConfig, corrupt
+from paracl.core import schemas
+from paracl.core.io import read_parquet, write_parquet
+from paracl.parts.filler.chunks import load_pipeline
+from paracl.parts.filler.generate import T5Filler, sentinel_ids
+from paracl.parts.filler.pipeline import CorruptConfig, corrupt
 
 CPU = torch.device("cpu")
 ANCHORS = pd.DataFrame(

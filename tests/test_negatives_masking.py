@@ -2,7 +2,7 @@
 
 import pytest
 
-from paracl.negatives.masking import mask_spans, parse_fills, reassemble
+from paracl.parts.filler.masking import mask_spans, parse_fills, reassemble
 
 TEXT = "The quick brown fox jumps over the lazy dog near the river bank."
 SPANS = [(0, 19), (31, 43), (49, 63)]

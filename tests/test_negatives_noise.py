@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from paracl.negatives.noise import random_spans_noise_mask, span_corrupt
+from paracl.parts.filler.noise import random_spans_noise_mask, span_corrupt
 
 
 def _spans(mask: np.ndarray) -> list[int]:

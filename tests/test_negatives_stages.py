@@ -8,11 +8,11 @@ import pytest
 import torch
 from stage_helpers import run_stage
 
-from paracl import schemas
-from paracl.io import read_metadata, read_parquet, write_parquet
-from paracl.negatives.adapt_filler import split_dev
-from paracl.negatives.pipeline import CorruptConfig
-from paracl.params import ParamsError, load_params
+from paracl.core import schemas
+from paracl.core.io import read_metadata, read_parquet, write_parquet
+from paracl.core.params import ParamsError, load_params
+from paracl.parts.filler.pipeline import CorruptConfig
+from paracl.stages.adapt_filler import split_dev
 
 REPO = Path(__file__).resolve().parents[1]
 SENTENCES = [

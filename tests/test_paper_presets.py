@@ -27,8 +27,8 @@ import pytest
 import yaml
 from stage_helpers import copy_project, squeezed
 
-from paracl.fetch.registry import load_registry, select
-from paracl.params import validate, with_runs
+from paracl.core.params import validate, with_runs
+from paracl.parts.sources.registry import load_registry, select
 from paracl.presets import load_preset, merge_preset
 from paracl.testing import data_mirror, hub_cache
 
@@ -98,7 +98,7 @@ def test_preset_and_its_caps_validate(name):
     ), "the caps drop no method"
 
 
-# The papers' claims (paracl.evaluation.summary.CLAIMS) each preset must be able to test:
+# The papers' claims (paracl.stages.summary.CLAIMS) each preset must be able to test:
 # PPDB Table 3 in both languages, the round-trip paper's Table 3, EBSIM's ablation, and
 # JCSE's two stages in Japanese (JCSE's domain claims belong to presets/jcse-*.yaml).
 PAPER_CLAIMS = {
@@ -109,7 +109,7 @@ PAPER_CLAIMS = {
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_every_claim_of_the_presets_papers_has_both_its_methods(name):
-    from paracl.evaluation.summary import CLAIMS
+    from paracl.stages.summary import CLAIMS
 
     methods = preset_params(name)["train_contrastive"]["methods"]
     claims = [c for c in CLAIMS if c[0].startswith(PAPER_CLAIMS[name])]
@@ -120,7 +120,7 @@ def test_every_claim_of_the_presets_papers_has_both_its_methods(name):
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_the_preset_trains_each_method_as_its_authors_scripts(name):
-    """Precision (paracl.device) and SimCSE's MLP as each paper's released code has them."""
+    """Precision (paracl.core.device) and SimCSE's MLP as each paper's released code has them."""
     methods = validate(preset_params(name))["train_contrastive"]["methods"]
     own = {m: e.get("precision") for m, e in methods.items()}
     assert own["simcse_unsup"] == own["simcse_sup"] == own["roundtrip"] == "fp16"
@@ -172,7 +172,7 @@ def test_synthesised_nli_files_give_supervised_triplets_as_the_real_ones(
     import io
     import zipfile
 
-    from paracl.training.data import load_examples
+    from paracl.parts.training.data import load_examples
 
     entry = next(e for e in select(load_registry(), [source]) if e.file.endswith(".zip"))
     text = data_mirror.Text(mirror)  # real sentences: no premise repeats by chance
@@ -186,7 +186,7 @@ def test_synthesised_nli_files_give_supervised_triplets_as_the_real_ones(
 def test_a_small_mirror_fetches_with_its_own_registry_and_only_with_it(tmp_path, mirror):
     """PARACL_DATA_REGISTRY points fetch at the mirror's own checksums; without it the
     packaged registry still refuses the cut-down files (its checks are not weakened)."""
-    from paracl.fetch import REGISTRY_ENV, FetchError, fetch
+    from paracl.stages.fetch import REGISTRY_ENV, FetchError, fetch
 
     small = tmp_path / "mirror"
     registry = data_mirror.build_mirror(["ppdb"], small, mirror)
@@ -204,10 +204,10 @@ def test_a_small_mirror_fetches_with_its_own_registry_and_only_with_it(tmp_path,
 
 def test_hub_cache_resolves_ids_offline_to_the_same_config_class(tmp_path, monkeypatch):
     """Two cheap ids, built into the standard cache layout, resolve through
-    paracl.models.resolve_model (source hf-cache) with the real config/tokenizer class."""
+    paracl.core.models.resolve_model (source hf-cache) with the real config/tokenizer class."""
     from transformers import AutoConfig, AutoTokenizer
 
-    from paracl.models import resolve_model
+    from paracl.core.models import resolve_model
 
     ids = {
         "bert-base-uncased": ("BertConfig", "BertTokenizer"),  # WordPiece vocab.txt

@@ -6,7 +6,7 @@ from typing import Literal
 import pytest
 import yaml
 
-from paracl.params import (
+from paracl.core.params import (
     SCHEMA,
     ParamsError,
     Section,
@@ -239,7 +239,7 @@ def test_load_params_names_the_file(tmp_path):
 def test_an_ebsim_input_is_a_ranking_that_ebsim_retrieve_writes():
     """An ebsim method's input must be data/ebsim/<corpus>.parquet of a corpus named in
     ebsim_retrieve.corpora: else no stage writes it and DVC would fail later, less clearly."""
-    from paracl.params import check_train_contrastive, with_runs
+    from paracl.core.params import check_train_contrastive, with_runs
 
     entry = {"loss": "ebsim", "input": "data/ebsim/sentences.parquet"}
     values = with_runs(validate(with_methods({"ebsim": entry})))

@@ -16,9 +16,11 @@ from stage_helpers import run_stage
 from test_roundtrip import TEXTS, own_params, write_corpus
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-from paracl import schemas
-from paracl.io import read_parquet, write_parquet
-from paracl.roundtrip import paraphraser, paraphraser_causal, tagging
+from paracl.core import schemas
+from paracl.core.io import read_parquet, write_parquet
+from paracl.parts import paraphraser
+from paracl.parts.paraphraser import causal as paraphraser_causal
+from paracl.parts.tags import tagging
 
 # tiny models on shared cores: one torch thread (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -220,7 +222,7 @@ def test_pipeline_trains_and_generates_with_requested_tags(
 
 
 def test_generate_rejects_bad_tags(tmp_path, monkeypatch):
-    from paracl.params import ParamsError
+    from paracl.core.params import ParamsError
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ParamsError, match="SIM tag"):
@@ -281,8 +283,8 @@ def test_causal_generation_is_deterministic_and_in_window(gpt2):
 
 
 def test_causal_freezing_trains_the_top_layers_and_new_rows(gpt2):
-    from paracl.freeze import freeze
-    from paracl.roundtrip.paraphraser_freeze import NewTokens
+    from paracl.core.freeze import freeze
+    from paracl.parts.paraphraser.new_tokens import NewTokens
 
     tok, model = gpt2
     assert freeze(model, 1, True, "train_paraphraser.train_layers") == "1 of 2"
@@ -347,7 +349,7 @@ def test_same_params_and_seed_give_the_same_bytes(tmp_path, monkeypatch, tiny_be
 def test_real_smollm2_learns_to_paraphrase(tmp_path):
     """A few steps on the packaged SmolLM2-135M (real weights): the output is English text,
     not empty, and not the input copied."""
-    from paracl.models import resolve_model
+    from paracl.core.models import resolve_model
 
     try:
         resolve_model("HuggingFaceTB/SmolLM2-135M-Instruct")

@@ -110,7 +110,7 @@ def test_dvc_dag_shows_fetch_then_prepare_corpus(project):
 def test_repro_builds_the_corpus_and_is_reproducible(project):
     import pyarrow.parquet as pq
 
-    from paracl import schemas
+    from paracl.core import schemas
 
     proc = dvc("repro", "prepare_corpus", cwd=project)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

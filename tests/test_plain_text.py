@@ -16,10 +16,10 @@ from sentence_transformers.base.modules import Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
 from transformers import AutoModel, AutoTokenizer
 
-from paracl.evaluation.encoder import load_encoder
-from paracl.params import ParamsError
+from paracl.core.params import ParamsError
+from paracl.parts.encoder.build import build_encoder, embed, save_encoder
+from paracl.parts.encoder.embed import load_encoder
 from paracl.testing.tiny_models import build_tiny_model
-from paracl.training.encoder import build_encoder, embed, save_encoder
 
 CPU = torch.device("cpu")
 TEXT = "a girl is styling her hair ."
@@ -133,7 +133,7 @@ def test_a_template_with_the_sentence_inside_is_refused(tiny_llama):
 def test_the_packaged_causal_lms_embed_the_tokenized_sentence(model_id):
     """The real tokenizers (converted once from the packaged GGUF files): SmolLM2's carries
     its chat template; either way the encoder feeds the model tokenizer(text)."""
-    from paracl.models import ModelNotFoundError, resolve_model
+    from paracl.core.models import ModelNotFoundError, resolve_model
 
     try:
         path = resolve_model(model_id).path

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from matplotlib.collections import PathCollection
 
+from paracl import learning_curve as lc
 from paracl import report
-from paracl.evaluation import learning_curve as lc
-from paracl.evaluation import theta_curve as tc
-from paracl.plots import measured_runs
-from paracl.roundtrip import heatmap
+from paracl import theta_curve as tc
+from paracl.core.plots import measured_runs
+from paracl.parts.tags import heatmap
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARIES = sorted(p.parent.name for p in (ROOT / "results").glob("*/summary.json"))

@@ -11,12 +11,12 @@ import pytest
 import yaml
 from stage_helpers import run_stage
 
-from paracl import schemas
-from paracl.errors import InputError
-from paracl.io import read_metadata, read_parquet, write_parquet
-from paracl.params import load_params
-from paracl.paraphrase.dictionaries import DictionaryError, read_dictionary
-from paracl.paraphrase.substitute import (
+from paracl.core import schemas
+from paracl.core.errors import InputError
+from paracl.core.io import read_metadata, read_parquet, write_parquet
+from paracl.core.params import load_params
+from paracl.parts.ppdb_rules import DictionaryError, read_dictionary
+from paracl.stages.ppdb_substitute import (
     RuleIndex,
     align,
     candidates,

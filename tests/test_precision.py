@@ -1,4 +1,4 @@
-"""Mixed precision that cannot underflow (paracl.device): the `precision` param picks the
+"""Mixed precision that cannot underflow (paracl.core.device): the `precision` param picks the
 autocast dtype, and in fp16 every training loop scales its loss with torch.amp.GradScaler.
 
 No GPU here: CPU autocast runs fp16 when it is forced (`precision="fp16"`), which is how
@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 import torch
 
-from paracl.device import autocast, autocast_dtype, backward, grad_scaler, optimizer_step
-from paracl.params import ParamsError
-from paracl.training.data import to_examples
-from paracl.training.encoder import build_encoder
-from paracl.training.losses import infonce
+from paracl.core.device import autocast, autocast_dtype, backward, grad_scaler, optimizer_step
+from paracl.core.params import ParamsError
+from paracl.parts.encoder.build import build_encoder
+from paracl.parts.losses import infonce
+from paracl.parts.training.data import to_examples
 
 CPU = torch.device("cpu")
 CUDA = torch.device("cuda")  # only its .type is read: autocast_dtype never touches a GPU
@@ -171,7 +171,7 @@ def encoder(tiny_bert):
 
 @pytest.mark.parametrize("mini", [8, 3], ids=["one-pass", "gradcache"])
 def test_contrastive_step_scales_its_loss(encoder, mini):
-    from paracl.training import trainer
+    from paracl.parts.training import trainer
 
     texts = _sentences(8)
     batch = to_examples(pd.DataFrame({"id": map(str, range(8)), "text": texts,
@@ -186,7 +186,7 @@ def test_contrastive_step_scales_its_loss(encoder, mini):
 
 
 def test_contrastive_training_runs_in_fp16_with_the_scaler(encoder, monkeypatch):
-    from paracl.training import trainer
+    from paracl.parts.training import trainer
 
     made = []
     monkeypatch.setattr(
@@ -207,7 +207,7 @@ def test_contrastive_training_runs_in_fp16_with_the_scaler(encoder, monkeypatch)
 
 
 def test_contrastive_training_counts_the_steps_the_scaler_skipped(encoder, monkeypatch):
-    from paracl.training import trainer
+    from paracl.parts.training import trainer
 
     # a scale too large for fp16: the first step's gradients overflow, the scale backs off
     monkeypatch.setattr(
@@ -224,7 +224,7 @@ def test_contrastive_training_counts_the_steps_the_scaler_skipped(encoder, monke
 
 
 def test_ebsim_step_scales_its_loss(encoder):
-    from paracl.training.losses.ebsim_triplet import EbsimObjective
+    from paracl.parts.losses.ebsim_triplet import EbsimObjective
 
     texts = _sentences(4)
     batch = pd.DataFrame(
@@ -247,7 +247,7 @@ def test_ebsim_step_scales_its_loss(encoder):
 def test_finetune_step_scales_its_loss(tiny_bert):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.evaluation.finetune import FinetuneConfig, train_step
+    from paracl.parts.finetune.tuning import FinetuneConfig, train_step
 
     s1, s2 = _sentences(8), _sentences(8, seed=1)
     data = SimpleNamespace(train=pd.DataFrame({"sentence1": s1, "sentence2": s2}))
@@ -269,7 +269,7 @@ def test_finetune_step_scales_its_loss(tiny_bert):
 
 @pytest.mark.parametrize("arch", ["llama", "bart"])
 def test_paraphraser_step_scales_its_loss(arch, tiny_llama, tiny_bart):
-    from paracl.roundtrip import paraphraser
+    from paracl.parts import paraphraser
 
     path = {"llama": tiny_llama, "bart": tiny_bart}[arch]
     rows = [("<SIM95><BLEU20>", t, t[::-1]) for t in _sentences(4)]
@@ -288,7 +288,7 @@ def test_paraphraser_step_scales_its_loss(arch, tiny_llama, tiny_bart):
 
 
 def test_paraphraser_training_in_fp16_keeps_learning(tiny_llama):
-    from paracl.roundtrip import paraphraser
+    from paracl.parts import paraphraser
 
     model, tok = paraphraser.load(tiny_llama)
     paraphraser.add_tag_tokens(tok, model)
@@ -304,7 +304,7 @@ def test_paraphraser_training_in_fp16_keeps_learning(tiny_llama):
 def test_sts_scorer_trainer_takes_its_precision_from_the_param():
     from sentence_transformers import SentenceTransformerTrainingArguments
 
-    from paracl.roundtrip.sts_scorer import _training_args
+    from paracl.parts.sts_scorer import _training_args
 
     cfg = {"epochs": 1, "batch_size": 4, "lr": 1e-4}
 
@@ -322,8 +322,8 @@ def test_a_method_entry_trains_in_its_own_precision():
     JCSE's: fp32) over the top-level one, which the other methods keep."""
     from stage_helpers import PAPER_METHODS
 
-    from paracl.training.methods import method_spec, run_config
-    from paracl.training.run import train_config
+    from paracl.parts.training.methods import method_spec, run_config
+    from paracl.stages.train_contrastive import train_config
 
     def precision(name: str, entry: dict, top: str) -> str:
         section = run_config(method_spec(name, entry), {"lr": 1e-5})

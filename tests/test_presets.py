@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from paracl import presets
-from paracl.params import ParamsError, check_train_contrastive, validate
+from paracl.core.params import ParamsError, check_train_contrastive, validate
 
 REPO = Path(__file__).resolve().parents[1]
 PRESET_FILES = sorted((REPO / "presets").glob("*.yaml"))
@@ -106,7 +106,7 @@ def test_preset_merges_into_valid_params(path):
 
 def _paper_runs(name: str) -> dict[str, dict]:
     """{method: its run's train_contrastive section} under presets/<name>.yaml."""
-    from paracl.training.methods import method_spec, run_config
+    from paracl.parts.training.methods import method_spec, run_config
 
     merged = presets.merge_preset(
         yaml.safe_load((REPO / "params.yaml").read_text()),
@@ -143,7 +143,7 @@ def test_paper_presets_train_each_method_as_its_paper(name):
 
 def test_a_derived_preset_adds_or_removes_a_method_in_one_line(params_copy):
     """A method written once: its seeds' runs follow it in and out of params.yaml."""
-    from paracl.params import load_params
+    from paracl.core.params import load_params
 
     presets.apply_preset(presets.load_preset("effect-en", REPO / "presets"), params_copy)
     runs = load_params(params_copy)["train_contrastive"]["runs"]
@@ -316,17 +316,17 @@ def test_architecture_runs_its_code_path(arch, role, request, tmp_path_factory):
     path = _build(arch, request, tmp_path_factory)
     texts = ["a man is playing a guitar .", "猫はマットの上に座っていた。"]
     if role == "encoder":  # as train_contrastive builds it (a causal LM: pad token, dropout)
-        from paracl.training.encoder import build_encoder
+        from paracl.parts.encoder.build import build_encoder
 
         emb = build_encoder(path, "mean", dropout=0.1).encode(texts)
         assert emb.shape == (2, 32) and np.isfinite(emb).all()
     elif role == "causal_lm":
-        from paracl.paraphrase.fluency import PerplexityScorer
+        from paracl.stages.rank_fluency import PerplexityScorer
 
         ppl = PerplexityScorer(path, batch_size=2).score(texts)
         assert np.isfinite(ppl).all() and (ppl > 1).all()
     elif role == "cross_encoder":
-        from paracl.roundtrip import sts_scorer
+        from paracl.parts import sts_scorer
 
         scores = sts_scorer.predict(sts_scorer.load_scorer(path), [(texts[0], texts[1])] * 2)
         assert scores.shape == (2,) and ((scores >= 0) & (scores <= 1)).all()
@@ -334,7 +334,7 @@ def test_architecture_runs_its_code_path(arch, role, request, tmp_path_factory):
     elif role == "t5_filler":
         import torch
 
-        from paracl.negatives.generate import T5Filler
+        from paracl.parts.filler.generate import T5Filler
 
         filler = T5Filler(str(path), torch.device("cpu"))
         out = filler.fill(
@@ -346,14 +346,14 @@ def test_architecture_runs_its_code_path(arch, role, request, tmp_path_factory):
         )
         assert len(out) == 1 and len(out[0]) == 2
     elif role == "translation":
-        from paracl.roundtrip.translate import Sampling, Translator
+        from paracl.stages.roundtrip import Sampling, Translator
 
         out = Translator(path).translate(texts[:1], Sampling(20, 3.0), seed=0, max_new_tokens=6)
         assert len(out) == 1 and isinstance(out[0], str)
     elif role == "paraphraser":
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-        from paracl.roundtrip import paraphraser
+        from paracl.parts import paraphraser
 
         tok = AutoTokenizer.from_pretrained(path)
         model = AutoModelForSeq2SeqLM.from_pretrained(path).eval()
@@ -369,7 +369,7 @@ def test_fine_tuned_methods_expand_to_their_runs_and_stay_in_step(params_copy, c
     seed) into evaluate.finetune_runs, which evaluate_finetune crosses with
     evaluate.finetune_tasks; a stale or wrong list is a one-line error naming the key."""
     from paracl.cli import main
-    from paracl.params import ParamsError, load_params
+    from paracl.core.params import ParamsError, load_params
 
     presets.apply_preset(presets.load_preset("effect-en", REPO / "presets"), params_copy)
     ft = {"finetune_tasks": ["stsb"], "finetune_methods": ["none", "ppdb"]}
@@ -412,7 +412,7 @@ def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params
     of the embedding stage: a change to them reruns no embedding score."""
     from stage_helpers import expand_stages
 
-    from paracl.params import load_params
+    from paracl.core.params import load_params
 
     presets.apply_preset(presets.load_preset("effect-en", REPO / "presets"), params_copy)
     ft = {"finetune_tasks": ["stsb"], "finetune_methods": ["none", "ppdb"]}
@@ -432,10 +432,10 @@ def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params
         "max_dev", "max_test", "train_layers", "length_grouping", "mini_batch_size",
         "max_seq_length")}  # fmt: skip
     assert tuning <= set(job["params"]) and not tuning & set(plain["params"])
-    source = (REPO / "src/paracl/evaluation/finetune_job.py").read_text()
+    source = (REPO / "src/paracl/stages/evaluate_finetune.py").read_text()
     read = set(re.findall(r'cfg(?:\["|\.get\(")(\w+)"', source)) - {"precision"}
     assert "mini_batch_size" in read and {f"evaluate.{k}" for k in read} <= set(job["params"])
-    code = {"src/paracl/evaluation/finetune.py", "src/paracl/evaluation/finetune_job.py"}
+    code = {"src/paracl/parts/finetune", "src/paracl/stages/evaluate_finetune.py"}
     assert code <= set(job["deps"]) and not code & set(plain["deps"])
     assert {"evaluate.finetune_tasks", "evaluate.finetune_runs"} <= set(
         pipeline["stages"]["summary"]["params"]
@@ -460,7 +460,7 @@ def test_a_fine_tuned_column_adds_jobs_and_changes_no_unsupervised_evaluation(ba
     evaluate stage's params as they were: nothing there reruns."""
     from stage_helpers import expand_stages, lookup
 
-    from paracl.params import load_params
+    from paracl.core.params import load_params
 
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
 
@@ -497,7 +497,7 @@ def test_preset_and_expand_leave_a_loadable_params_yaml_in_any_layout(layout, pa
     """The one-line flow layout used to come out as two YAML documents (the untouched part
     kept byte for byte around a block dump): what is written is now read back first."""
     from paracl.cli import main
-    from paracl.params import load_params
+    from paracl.core.params import load_params
 
     values = yaml.safe_load(params_copy.read_text())
     params_copy.write_text(LAYOUTS[layout](values))

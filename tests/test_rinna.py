@@ -1,6 +1,6 @@
 """rinna/japanese-roberta-base is used as its model card says: lower-cased text, "[CLS]"
 before it, position_ids from 0 (and unknown characters to <unk>, which transformers 5
-maps to rinna's </s>). paracl.models converts it once into a standard RoBERTa that does
+maps to rinna's </s>). paracl.core.models converts it once into a standard RoBERTa that does
 all of this itself; checked on a tiny RoBERTa saved as rinna's is (tiny_models)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoTokenizer
 
-from paracl import models
-from paracl.models import resolve_model
+from paracl.core import models
+from paracl.core.models import resolve_model
+from paracl.parts.encoder.build import build_encoder, save_encoder
 from paracl.testing.tiny_models import build_tiny_rinna_roberta
-from paracl.training.encoder import build_encoder, save_encoder
 
 RINNA = "rinna/japanese-roberta-base"
 TEXTS = ["The Cat sat on the Mat .", "a man is playing a guitar on the stage ."]

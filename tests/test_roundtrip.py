@@ -11,17 +11,17 @@ import pytest
 import yaml
 from stage_helpers import expand_stages, run_stage
 
-from paracl import schemas
-from paracl.io import read_metadata, read_parquet, write_parquet
-from paracl.params import SCHEMA, ParamsError, validate
-from paracl.roundtrip.translate import (
+from paracl.core import schemas
+from paracl.core.io import read_metadata, read_parquet, write_parquet
+from paracl.core.params import SCHEMA, ParamsError, validate
+from paracl.core.sampling import sample_corpus
+from paracl.stages.roundtrip import (
     PAPER_SETTINGS,
     Sampling,
     Translator,
     decoding_settings,
     round_trip,
 )
-from paracl.sampling import sample_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = [
@@ -166,7 +166,7 @@ def test_stage_is_resumable_and_deterministic(tmp_path, monkeypatch):
     # an interrupted run: shard 1 of the partial directory is missing → only it is redone
     import shutil
 
-    from paracl.roundtrip.translate import resume_key
+    from paracl.stages.roundtrip import resume_key
 
     key = resume_key(params, "data/corpus/sentences.parquet")
     partial = out.with_name(f"{out.name}.partial-{key}")
@@ -241,7 +241,7 @@ def test_fsmt_round_trip_is_seeded(tiny_fsmt):
 
 
 def test_standin_ids_build_and_say_so():
-    from paracl.standins import seq2seq_model
+    from paracl.parts.standins import seq2seq_model
 
     with seq2seq_model("tiny-random:fsmt") as (path, desc):
         assert (path / "config.json").exists() and desc["stand_in"] is True
@@ -254,7 +254,7 @@ def test_standin_ids_build_and_say_so():
 
 
 def test_prompt_names_both_languages_and_ends_at_the_target():
-    from paracl.roundtrip.translate import few_shot_prefix, translation_prompt
+    from paracl.stages.roundtrip import few_shot_prefix, translation_prompt
 
     prompt = translation_prompt("Der Hund bellt.", "de", "en")
     assert prompt.startswith(few_shot_prefix("de", "en"))
@@ -265,7 +265,7 @@ def test_prompt_names_both_languages_and_ends_at_the_target():
 def test_causal_lm_translator_is_chosen_by_config_and_seeded(tiny_llama, tiny_marian):
     import torch
 
-    from paracl.roundtrip.translate import PromptTranslator, load_translator
+    from paracl.stages.roundtrip import PromptTranslator, load_translator
 
     cpu = torch.device("cpu")
     assert isinstance(load_translator(str(tiny_marian), 0, cpu, "en", "de"), Translator)
@@ -282,7 +282,7 @@ def test_causal_lm_translator_is_chosen_by_config_and_seeded(tiny_llama, tiny_ma
 def test_unknown_pivot_language_is_a_params_error(tiny_gpt2):
     import torch
 
-    from paracl.roundtrip.translate import load_translator
+    from paracl.stages.roundtrip import load_translator
 
     with pytest.raises(ParamsError, match="roundtrip.pivot"):
         load_translator(str(tiny_gpt2), 0, torch.device("cpu"), "en", "xx")
@@ -295,7 +295,7 @@ def test_gemma_round_trip_gives_real_text_in_both_languages():
     import torch
     from langdetect import DetectorFactory, detect
 
-    from paracl.roundtrip.translate import load_translator
+    from paracl.stages.roundtrip import load_translator
 
     DetectorFactory.seed = 0
     cpu, model, loaded = torch.device("cpu"), "google/gemma-3-270m", {}

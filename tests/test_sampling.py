@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from paracl import schemas
-from paracl.io import write_parquet
-from paracl.sampling import iter_sample, sample_corpus, sample_positions
+from paracl.core import schemas
+from paracl.core.io import write_parquet
+from paracl.core.sampling import iter_sample, sample_corpus, sample_positions
 
 
 def _corpus(n: int) -> pd.DataFrame:

@@ -15,11 +15,13 @@ from test_paraphraser import _scorer
 from test_roundtrip import TEXTS, write_corpus
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-from paracl import schemas
-from paracl.io import read_parquet
-from paracl.negatives import sharded as negatives_sharded
-from paracl.params import load_params
-from paracl.roundtrip import generation, paraphraser, translate
+from paracl.core import schemas
+from paracl.core.io import read_parquet
+from paracl.core.params import load_params
+from paracl.parts import paraphraser
+from paracl.stages import corrupt as negatives_sharded
+from paracl.stages import generate_paraphrases as generation
+from paracl.stages import roundtrip as translate
 
 REPO = Path(__file__).resolve().parents[1]
 RAY = {"executor": "ray", "model_workers": 2, "gpus_per_model_worker": 1.0}

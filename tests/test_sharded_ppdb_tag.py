@@ -9,12 +9,13 @@ import pandas as pd
 import pytest
 from stage_helpers import crash_then_resume, run_stage
 
-from paracl import schemas
-from paracl.distributed.sharded import CountedShards, group_shards, prepend
-from paracl.io import ShardedWriter, read_parquet, write_parquet
-from paracl.params import load_params
-from paracl.paraphrase import fluency, substitute
-from paracl.roundtrip import scoring
+from paracl.core import schemas
+from paracl.core.distributed.sharded import CountedShards, group_shards, prepend
+from paracl.core.io import ShardedWriter, read_parquet, write_parquet
+from paracl.core.params import load_params
+from paracl.stages import ppdb_substitute as substitute
+from paracl.stages import rank_fluency as fluency
+from paracl.stages import tag as scoring
 
 REPO = Path(__file__).resolve().parents[1]
 LOCAL = {
@@ -314,7 +315,7 @@ class _FakeScorer:
 
 def test_tag_split_and_heatmap_from_the_scored_shards(tag_dir, monkeypatch):
     """The driver's streaming pass gives the split an in-memory run gives."""
-    from paracl.roundtrip import tagging
+    from paracl.parts.tags import tagging
 
     def fake_init(scorer_path, device, batch_size, lang, heatmap_min_words):
         scoring._WORKER.update(

@@ -23,7 +23,7 @@ from smoke_helpers import smoke_project, snapshot
 from stage_helpers import dep_paths, expand_stages, squeezed
 from test_pipeline_dvc import dvc
 
-from paracl.io import read_parquet
+from paracl.core.io import read_parquet
 
 REPO = Path(__file__).resolve().parents[1]
 

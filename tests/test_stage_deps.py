@@ -1,17 +1,16 @@
-"""Every stage lists, as deps in dvc.yaml, the library code it runs.
+"""Every stage's dvc.yaml deps cover the library code it runs, by folder.
 
-DVC reruns a stage only when a listed dep changes, so a stage that imports a module it
-does not list keeps its cached outputs after a fix to that module. The static check
-derives each stage script's import closure inside src/paracl with `ast` and asserts that
-dvc.yaml covers it; the end-to-end check shows, with dvc itself on a copy of the project,
-that editing a shared module then marks the stage changed.
+DVC reruns a stage only when a dep changes, so a stage that imports a module no dep covers
+keeps its cached outputs after a fix to that module. A stage's deps are its module
+(src/paracl/stages/<stage>.py), the folders of src/paracl/parts it uses and
+src/paracl/core. The static check derives each stage script's import closure with `ast`;
+the end-to-end check shows, with dvc itself on a copy of the project, that editing a shared
+module marks the stage changed and editing another stage's module does not.
 """
 
 from __future__ import annotations
 
 import ast
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,104 +45,50 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root + "/")
 
 
-# --- the import closure ------------------------------------------------------------
+# --- the import closure, covered by folder --------------------------------------------
+
+# Package files that run no stage code: the version string and two docstrings.
+NO_STAGE_CODE = {"src/paracl/__init__.py", "src/paracl/stages/__init__.py",
+                 "src/paracl/parts/__init__.py"}  # fmt: skip
 
 
 def module_file(dotted: str) -> Path | None:
     """The file that importing `dotted` runs, if it is a module of the package."""
-    if dotted != PACKAGE and not dotted.startswith(PACKAGE + "."):
-        return None
     base = SRC.joinpath(*dotted.split("."))
     for candidate in (base / "__init__.py", base.with_suffix(".py")):
-        if candidate.is_file():
+        if dotted.split(".")[0] == PACKAGE and candidate.is_file():
             return candidate
     return None
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _with_parents(dotted: str) -> Iterator[str]:
-    """Importing a.b.c runs a/__init__.py and a/b/__init__.py first."""
-    parts = dotted.split(".")
-    for i in range(1, len(parts) + 1):
-        yield ".".join(parts[:i])
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement, in function bodies too (a lazy import still runs), except
-    under `if TYPE_CHECKING:`, which never runs."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                yield from _import_nodes(ast.Module(body=[child], type_ignores=[]))
-            continue
-        yield from _import_nodes(node)
-
-
-def imported_modules(path: Path) -> set[str]:
-    """Dotted names of the package modules that running `path` imports directly."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    is_package = path.name == "__init__.py"
-    own = _module_name(path) if path.is_relative_to(SRC) else ""
-    found: set[str] = set()
-    for node in _import_nodes(tree):
+def imported_modules(path: Path) -> set[Path]:
+    """Every paracl module `path` imports, at the top or inside a function (lazily), with
+    the packages above it (importing a.b.c runs a/__init__.py and a/b/__init__.py)."""
+    found: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                found.update(_with_parents(alias.name))
-            continue
-        if node.level:  # relative: resolved against this module's package
-            anchor = own.split(".") if is_package else own.split(".")[:-1]
-            anchor = anchor[: len(anchor) - (node.level - 1)]
-            base = ".".join(anchor + ([node.module] if node.module else []))
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
         else:
-            base = node.module or ""
-        found.update(_with_parents(base))
-        for alias in node.names:  # `from paracl.x import y` runs paracl/x/y.py if y is one
-            if alias.name != "*" and module_file(f"{base}.{alias.name}"):
-                found.add(f"{base}.{alias.name}")
-    return {m for m in found if module_file(m)}
-
-
-def package_data(script: Path) -> set[Path]:
-    """Data files (e.g. fetch/sources.tsv) of the packages the script itself imports from:
-    those are the packages whose functions it calls. A package reached only through a
-    shared module (stage.py imports paracl.fetch for FetchError) has its code run, which
-    the closure counts, but not its data read."""
-    files: set[Path] = set()
-    for node in _import_nodes(ast.parse(script.read_text())):
-        named = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
-        for dotted in named:
-            init = module_file(dotted or "")
-            if init is not None and init.name == "__init__.py":
-                files |= {p for p in init.parent.iterdir() if p.is_file() and p.suffix != ".py"}
-    return files
+            continue
+        for name in names:
+            parts = name.split(".")
+            found |= {
+                f for i in range(1, len(parts) + 1) if (f := module_file(".".join(parts[:i])))
+            }
+    return found
 
 
 def import_closure(script: Path) -> set[Path]:
-    """Every file of src/paracl that running `script` executes (or reads as data)."""
     seen: set[Path] = set()
     todo = [script]
     while todo:
-        for dotted in imported_modules(todo.pop()):
-            target = module_file(dotted)
-            if target is not None and target not in seen:
-                seen.add(target)
-                todo.append(target)
-    return seen | package_data(script)
+        for module in imported_modules(todo.pop()) - seen:
+            seen.add(module)
+            todo.append(module)
+    return seen
 
-
-# --- the checks ----------------------------------------------------------------------
 
 STAGES = expand_stages()
 
@@ -161,80 +106,24 @@ def _by_stage() -> dict[str, list[tuple[str, dict]]]:
     return grouped
 
 
-def test_closure_follows_lazy_and_submodule_imports(tmp_path: Path) -> None:
-    """The resolver itself, on the shapes of import the stages use."""
-    script = tmp_path / "stage.py"
-    script.write_text(
-        "from paracl.roundtrip import tagging\n"
-        "from paracl.stage import run\n"
-        "def later():\n"
-        "    from paracl.models import resolve_model\n"
-        "    import paracl.distributed.sharded\n"
-    )
-    closure = {str(p.relative_to(REPO)) for p in import_closure(script)}
-    assert {
-        "src/paracl/__init__.py",
-        "src/paracl/roundtrip/__init__.py",
-        "src/paracl/roundtrip/tagging.py",
-        "src/paracl/models.py",
-        "src/paracl/distributed/__init__.py",
-        "src/paracl/distributed/sharded.py",
-        "src/paracl/errors.py",
-    } <= closure
-    assert "src/paracl/fetch/sources.tsv" not in closure  # data files only where read
-    script.write_text("from paracl.fetch import fetch\n")
-    assert REPO / "src/paracl/fetch/sources.tsv" in import_closure(script)
-
-
-def test_closure_follows_relative_imports_and_skips_type_checking(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Shapes no module uses yet, on a made-up package: relative imports count, imports
-    under `if TYPE_CHECKING:` (which never run) do not."""
-    pkg = tmp_path / PACKAGE
-    for rel, text in {
-        "__init__.py": "",
-        "a/__init__.py": "from . import b\n",
-        "a/b.py": "from ..c import thing\nfrom .. import d\n",
-        "c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import paracl.e\n",
-        "d.py": "",
-        "e.py": "",
-    }.items():
-        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
-        (pkg / rel).write_text(text)
-    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path)
-    script = tmp_path / "stage.py"
-    script.write_text("import paracl.a\n")
-    closure = {str(p.relative_to(pkg)) for p in import_closure(script)}
-    assert closure == {"__init__.py", "a/__init__.py", "a/b.py", "c.py", "d.py"}
+def test_the_closure_follows_lazy_imports() -> None:
+    """roundtrip imports paracl.parts.llama_batch inside a function only."""
+    closure = import_closure(REPO / "stages/roundtrip.py")
+    assert SRC / "paracl/parts/llama_batch.py" in closure
 
 
 @pytest.mark.parametrize("entry", sorted(_by_stage()))
-def test_stage_lists_every_module_it_imports(entry: str) -> None:
-    missing: set[str] = set()
+def test_stage_deps_cover_every_module_it_imports(entry: str) -> None:
+    """A stage's deps name its module and the folders it uses; a module it imports that no
+    dep covers would keep its cached outputs after a fix to that module."""
     for name, stage in _by_stage()[entry]:
-        script = _script(stage)
         deps = dep_paths(stage.get("deps"))
-        assert script in deps, f"{name}: its own script {script} is not a dep"
-        needed = (str(p.relative_to(REPO)) for p in import_closure(REPO / script))
-        missing |= {f for f in needed if not any(_within(f, d) for d in deps)}
-    assert not missing, (
-        f"dvc.yaml stage {entry!r} runs library files its deps do not cover, so editing "
-        f"them would leave its cached outputs in place; add them (or their package "
-        f"directory) to its deps:\n  " + "\n  ".join(sorted(missing))
-    )
-
-
-@pytest.mark.parametrize("entry", sorted(_by_stage()))
-def test_stage_lists_no_library_file_it_does_not_run(entry: str) -> None:
-    """The converse: a listed src/paracl file outside the import closure would rerun the
-    stage (and everything after it) for an edit that cannot change its outputs."""
-    extra: set[str] = set()
-    for _, stage in _by_stage()[entry]:
-        deps = dep_paths(stage.get("deps"))
-        needed = {str(p.relative_to(REPO)) for p in import_closure(REPO / _script(stage))}
-        extra |= {d for d in deps if d.endswith(".py") and d.startswith("src/") and d not in needed}
-    assert not extra, f"dvc.yaml stage {entry!r} lists files it never imports: {sorted(extra)}"
+        files = {str(p.relative_to(REPO)) for p in import_closure(REPO / _script(stage))}
+        bare = sorted(f for f in files - NO_STAGE_CODE if not any(_within(f, d) for d in deps))
+        assert not bare, f"dvc.yaml stage {name!r} imports {bare}: no dep covers them"
+        unused = [d for d in deps if d.startswith("src/")
+                  and not any(_within(f, d) for f in files)]  # fmt: skip
+        assert not unused, f"dvc.yaml stage {name!r} lists {unused}, which it never imports"
 
 
 @pytest.mark.parametrize("entry", sorted(_by_stage()))
@@ -338,15 +227,15 @@ def test_editing_a_shared_module_makes_dvc_rerun_the_stage(tmp_path: Path) -> No
     proc = dvc("status", "fetch", cwd=project)
     assert "up to date" in proc.stdout, proc.stdout + proc.stderr
 
-    unrelated = project / "src/paracl/training/trainer.py"
+    unrelated = project / "src/paracl/parts/training/trainer.py"
     unrelated.write_text(unrelated.read_text() + "\n# unrelated edit\n")
     proc = dvc("status", "fetch", cwd=project)
     assert "up to date" in proc.stdout, proc.stdout + proc.stderr
 
-    shared = project / "src/paracl/io.py"
+    shared = project / "src/paracl/core/io.py"
     shared.write_text(shared.read_text() + "\n# a fix\n")
     proc = dvc("status", "fetch", cwd=project)
-    assert "changed deps" in proc.stdout and "src/paracl/io.py" in proc.stdout, (
+    assert "changed deps" in proc.stdout and "src/paracl/core" in proc.stdout, (
         proc.stdout + proc.stderr
     )
 

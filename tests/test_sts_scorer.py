@@ -15,8 +15,10 @@ import torch
 import yaml
 from stage_helpers import run_stage
 
-from paracl.params import SCHEMA, ParamsError, validate
-from paracl.roundtrip import scoring, sts_scorer, tagging, text
+from paracl.core.params import SCHEMA, ParamsError, validate
+from paracl.parts import sts_scorer
+from paracl.parts.tags import tagging, text
+from paracl.stages import tag as scoring
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -130,7 +132,7 @@ def test_directory_without_kind_file_is_a_cross_encoder(tiny_bert, tmp_path):
 @pytest.mark.parametrize("kind", sts_scorer.KINDS)
 def test_tag_worker_scores_either_kind_on_the_sim_scale(kind, tiny_bert, tmp_path):
     """What tag.py and generate_paraphrases.py run: init_worker + score_shard."""
-    from paracl.models import check_model_dir
+    from paracl.core.models import check_model_dir
 
     out = tmp_path / "scorer"
     _train_and_save(kind, tiny_bert, out)
@@ -232,7 +234,7 @@ def test_stage_writes_kind_and_metrics_deterministically(tiny_bert, tmp_path, mo
 
 
 def test_best_of_seeds_keeps_the_best_dev_spearman(monkeypatch):
-    from paracl.models import ResolvedModel
+    from paracl.core.models import ResolvedModel
 
     dev_spearman = {7: 50.0, 8: 70.0, 9: 60.0}
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from stage_helpers import squeezed
 
-from paracl.evaluation.summary import (
+from paracl.core.params import expand_runs
+from paracl.stages.summary import (
     NOT_RUN,
     build_summary,
     effect_vs,
@@ -15,7 +16,6 @@ from paracl.evaluation.summary import (
     run_groups,
     to_markdown,
 )
-from paracl.params import expand_runs
 
 METHODS = {
     "none": {"loss": "none", "input": "dev.csv"},
@@ -139,7 +139,7 @@ def test_effect_presets_train_every_method_with_three_seeds(names, tmp_path):
     from pathlib import Path
 
     from paracl import presets
-    from paracl.params import load_params
+    from paracl.core.params import load_params
 
     repo = Path(__file__).resolve().parents[1]
     shutil.copy(repo / "params.yaml", tmp_path / "params.yaml")
@@ -209,7 +209,7 @@ def test_a_claim_on_another_kind_of_task_is_not_tested_on_cosine_sts():
 def test_a_claims_on_column_is_the_tables_own_average_and_tiny_p_is_not_zero():
     """With one kind of column the table's average is "Avg.", and the claims table says so
     rather than "Unsup. avg"; a p below 0.001 prints "<0.001", never "0.000"."""
-    from paracl.evaluation.summary import format_p
+    from paracl.stages.summary import format_p
 
     scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
               "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0}  # fmt: skip

@@ -7,12 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from paracl import schemas
-from paracl.errors import InputError
-from paracl.io import write_parquet
-from paracl.params import ParamsError
-from paracl.roundtrip import heatmap, scoring, tag_adherence, tagging, text
-from paracl.roundtrip.tagging import bleu_tag, sim_tag
+from paracl.core import schemas
+from paracl.core.errors import InputError
+from paracl.core.io import write_parquet
+from paracl.core.params import ParamsError
+from paracl.parts.tags import adherence as tag_adherence
+from paracl.parts.tags import heatmap, tagging, text
+from paracl.parts.tags.tagging import bleu_tag, sim_tag
+from paracl.stages import tag as scoring
 
 
 def test_strip_symbols_keeps_letters_digits_spaces_commas_periods():
@@ -194,7 +196,7 @@ def test_heatmap_bins_and_min_words():
 
 
 def test_sts_readers_parse_and_name_bad_lines(tmp_path, mirror):
-    from paracl.roundtrip import sts_scorer
+    from paracl.parts import sts_scorer
 
     dev = sts_scorer.read_pairs(mirror / "stsbenchmark/original/sts-dev.csv")
     assert len(dev) == 1500 and 0.0 <= min(dev.score) and max(dev.score) <= 1.0

@@ -7,8 +7,8 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-from paracl import standins
-from paracl.negatives.masking import sentinel
+from paracl.parts import standins
+from paracl.parts.filler.masking import sentinel
 
 REPO = Path(__file__).resolve().parents[1]
 

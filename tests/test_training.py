@@ -12,15 +12,15 @@ import pytest
 import torch
 from stage_helpers import methods, rank_titled_corpus, run_stage
 
-from paracl.errors import InputError
-from paracl.freeze import freeze
-from paracl.io import ArtifactError, read_parquet, write_parquet
-from paracl.params import ParamsError, load_params
-from paracl.schemas import CORPUS
-from paracl.training.data import load_examples
-from paracl.training.encoder import build_encoder, embed, save_encoder
-from paracl.training.losses import infonce, weighted_hard_negative
-from paracl.training.trainer import TrainConfig, _embed_columns, train
+from paracl.core.errors import InputError
+from paracl.core.freeze import freeze
+from paracl.core.io import ArtifactError, read_parquet, write_parquet
+from paracl.core.params import ParamsError, load_params
+from paracl.core.schemas import CORPUS
+from paracl.parts.encoder.build import build_encoder, embed, save_encoder
+from paracl.parts.losses import infonce, weighted_hard_negative
+from paracl.parts.training.data import load_examples
+from paracl.parts.training.trainer import TrainConfig, _embed_columns, train
 
 REPO = Path(__file__).resolve().parents[1]
 TAU = {"temperature": 0.05}  # the shared train_contrastive keys a loss reads
@@ -65,7 +65,7 @@ def test_training_lowers_loss(st_tiny):
 
 
 def load_examples_frame(df: pd.DataFrame) -> pd.DataFrame:
-    from paracl.training.data import to_examples
+    from paracl.parts.training.data import to_examples
 
     return to_examples(df, "fixture")
 
@@ -326,7 +326,7 @@ def test_stage_missing_input_names_artifact(workdir, monkeypatch):
 
 
 def test_ebsim_masks_title_words_up_to_half(st_tiny):
-    from paracl.training.ebsim_retrieve import masked_words
+    from paracl.stages.ebsim_retrieve import masked_words
 
     model = st_tiny()
     title = ["guitar", "field", "kitchen"]
@@ -341,8 +341,8 @@ def test_ebsim_masks_title_words_up_to_half(st_tiny):
 def test_ebsim_triples_pick_each_documents_sentence_nearest_its_title(st_tiny):
     """The batched encode gives the ranking a per-document encode would (Eq. 2's
     relevant_1); a run draws relevant_x with its seed and writes its mask token."""
-    from paracl.training.ebsim_retrieve import rank_documents
-    from paracl.training.losses.ebsim_triplet import triples
+    from paracl.parts.losses.ebsim_triplet import triples
+    from paracl.stages.ebsim_retrieve import rank_documents
 
     model = st_tiny()
     docs = {1: ("guitar", ["a man plays a guitar", "the field is green", "soup in a kitchen"]),
@@ -381,7 +381,7 @@ def test_ebsim_retrieves_with_the_fixed_base_not_the_encoder_in_training(
     (cls_mlp: a random MLP). A `retriever` that does not exist is named."""
     from transformers import AutoModel, AutoTokenizer
 
-    from paracl.models import ModelNotFoundError
+    from paracl.core.models import ModelNotFoundError
 
     root, params = workdir
     ranking = read_parquet(root / "data/ebsim/sentences.parquet")
@@ -404,7 +404,7 @@ def test_ebsim_retrieves_with_the_fixed_base_not_the_encoder_in_training(
 
 
 def test_an_ebsim_entry_refuses_the_retrieval_keys_it_once_took():
-    from paracl.training.methods import method_spec
+    from paracl.parts.training.methods import method_spec
 
     entry = {"loss": "ebsim", "input": "data/ebsim/sentences.parquet", "eta": 0.8}
     with pytest.raises(ParamsError, match=r"methods\.ebsim\.eta' was replaced by ebsim_retrieve"):
@@ -425,7 +425,7 @@ def test_ebsim_on_a_causal_lm_scores_pairs_by_their_content(tiny_llama, tiny_ber
     """On a causal LM (left padding), RA reads each pair's last token, so a pair with
     another second sentence scores differently and both aspects move the encoder (on the
     first token every pair scored alike and the ebsim / -AA runs came out identical)."""
-    from paracl.training.losses.ebsim_triplet import EbsimObjective, is_causal_lm
+    from paracl.parts.losses.ebsim_triplet import EbsimObjective, is_causal_lm
 
     assert not is_causal_lm(build_encoder(tiny_bert, "mean", 32))
     torch.manual_seed(0)
@@ -443,8 +443,8 @@ def test_ebsim_on_a_causal_lm_scores_pairs_by_their_content(tiny_llama, tiny_ber
 
 
 def test_length_grouping_batches_are_a_seeded_partition_of_similar_lengths():
-    from paracl.batching import GROUP_WINDOW
-    from paracl.training.trainer import _batches
+    from paracl.core.batching import GROUP_WINDOW
+    from paracl.parts.training.trainer import _batches
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(4, 33, size=1000).tolist()
@@ -464,7 +464,7 @@ def test_length_grouping_batches_are_a_seeded_partition_of_similar_lengths():
 
 
 def test_length_grouping_trains_on_the_same_examples(st_tiny):
-    from paracl.training.trainer import token_lengths
+    from paracl.parts.training.trainer import token_lengths
 
     model = st_tiny()
     ex = load_examples_frame(_pairs(16))

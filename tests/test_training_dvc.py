@@ -13,10 +13,10 @@ import yaml
 from stage_helpers import PAPER_METHODS, copy_project, dep_paths, expand_stages, load_stage
 from test_pipeline_dvc import dvc
 
-from paracl.errors import InputError
-from paracl.params import ParamsError, expand_runs, load_params, with_runs
-from paracl.training.losses import LOSSES
-from paracl.training.methods import method_spec, run_config
+from paracl.core.errors import InputError
+from paracl.core.params import ParamsError, expand_runs, load_params, with_runs
+from paracl.parts.losses import LOSSES
+from paracl.parts.training.methods import method_spec, run_config
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -230,7 +230,7 @@ def test_bad_method_entries_name_the_key(entry, message):
 
 
 def test_git_repository_without_commits_is_a_clear_error(tmp_path, monkeypatch):
-    from paracl.training.run import open_live
+    from paracl.stages.train_contrastive import open_live
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     monkeypatch.chdir(tmp_path)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from paracl import schemas
-from paracl.errors import InputError
-from paracl.io import write_parquet
-from paracl.training.data import load_examples
+from paracl.core import schemas
+from paracl.core.errors import InputError
+from paracl.core.io import write_parquet
+from paracl.parts.training.data import load_examples
 
 
 def _tagged(tmp_path) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from paracl.training.grad_cache import cached_step
-from paracl.training.losses import WeightedHardNegativeLoss
-from paracl.training.losses.additive_margin import mine_hard_negatives
+from paracl.parts.losses import WeightedHardNegativeLoss
+from paracl.parts.losses.additive_margin import mine_hard_negatives
+from paracl.parts.training.grad_cache import cached_step
 
 
 def test_mining_picks_closest_other_positive():

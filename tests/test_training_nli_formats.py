@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from paracl.errors import InputError
-from paracl.training.data import load_examples
+from paracl.core.errors import InputError
+from paracl.parts.training.data import load_examples
 
 # SimCSE's file: csv module quoting, a header, one triplet per row (first rows as published)
 SIMCSE_CSV = (

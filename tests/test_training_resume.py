@@ -21,17 +21,17 @@ import yaml
 from smoke_helpers import SMOKE, merge_preset
 from stage_helpers import methods, run_stage
 
-from paracl.device import seed_everything
-from paracl.params import load_params
+from paracl.core.device import seed_everything
+from paracl.core.params import load_params
+from paracl.parts.encoder.build import build_encoder
+from paracl.parts.losses import additive_margin, ebsim_triplet, infonce
+from paracl.parts.losses import weighted_hard_negative as jcse
+from paracl.parts.training import trainer
+from paracl.parts.training.checkpoint import Checkpoint, TrainingInterrupted, run_key
+from paracl.parts.training.data import to_examples
+from paracl.parts.training.dev import sts_spearman
+from paracl.parts.training.trainer import TrainConfig, train
 from paracl.presets import deep_merge
-from paracl.training import trainer
-from paracl.training.checkpoint import Checkpoint, TrainingInterrupted, run_key
-from paracl.training.data import to_examples
-from paracl.training.dev import sts_spearman
-from paracl.training.encoder import build_encoder
-from paracl.training.losses import additive_margin, ebsim_triplet, infonce
-from paracl.training.losses import weighted_hard_negative as jcse
-from paracl.training.trainer import TrainConfig, train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -397,7 +397,7 @@ def test_two_processes_resume_after_sigterm_on_one_rank(tiny_bert, tmp_path):
     params = _workdir(ref, tiny_bert)  # the tiny BERT with dropout; GradCache (mini 2)
     _workdir(run, tiny_bert)
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["paracl.training.methods"])
+    ctx.set_forkserver_preload(["paracl.parts.training.methods"])
     ports = [free_port() for _ in range(3)]
     mp.start_processes(
         _rank_worker,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paracl.yaml_comments import key_comments
+from paracl.core.yaml_comments import key_comments
 
 
 def test_inline_and_continued_comments_by_dotted_key(tmp_path):

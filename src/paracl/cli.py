@@ -27,15 +27,15 @@ from pathlib import Path
 import yaml
 
 from paracl import __version__
-from paracl.errors import InputError, UserError
-from paracl.stage import one_line
+from paracl.core.errors import InputError, UserError
+from paracl.core.stage import one_line
 
 SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for `cat` cut off by `head`
 
 
 def _artifacts(dvc_yaml: Path) -> list[tuple[str, str, str]]:
     """(stage, kind, path) for every out/metric/plot in dvc.yaml, foreach stages unexpanded."""
-    from paracl.params import _yaml_problem  # `FILE:LINE:COL: not valid YAML: ...`
+    from paracl.core.params import _yaml_problem  # `FILE:LINE:COL: not valid YAML: ...`
 
     try:
         stages = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8")).get("stages", {})
@@ -60,13 +60,13 @@ def cmd_where(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from paracl.models import main as models_main
+    from paracl.core.models import main as models_main
 
     return models_main(["--check"])
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from paracl.models import resolve_model
+    from paracl.core.models import resolve_model
 
     path = resolve_model(args.model).path  # before the slow import: a bad id fails at once
     from sentence_transformers import SentenceTransformer
@@ -78,7 +78,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_paraphrase(args: argparse.Namespace) -> int:
-    from paracl.roundtrip import tagging
+    from paracl.parts.tags import tagging
 
     tags = tagging.parse_tags(args.tags, source="--tags")
     model_dir = Path(args.model)
@@ -87,8 +87,8 @@ def cmd_paraphrase(args: argparse.Namespace) -> int:
     import torch  # the slow imports after the cheap checks
     from transformers import AutoTokenizer
 
-    from paracl.device import seed_everything, select_device
-    from paracl.roundtrip import paraphraser
+    from paracl.core.device import seed_everything, select_device
+    from paracl.parts import paraphraser
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     unknown = [t for t in tags if t not in tokenizer.get_vocab()]
@@ -126,8 +126,8 @@ def cmd_expand(args: argparse.Namespace) -> int:
 
 
 def cmd_theta_curve(args: argparse.Namespace) -> int:
-    from paracl.evaluation import theta_curve as tc
-    from paracl.io import read_json
+    from paracl import theta_curve as tc
+    from paracl.core.io import read_json
 
     data = [read_json(path) for path in args.input] if args.input else tc.exp_show_json()
     rows = tc.theta_curve(data, args.out_dir, args.method, args.metric)
@@ -140,7 +140,7 @@ def cmd_theta_curve(args: argparse.Namespace) -> int:
 
 
 def cmd_learning_curve(args: argparse.Namespace) -> int:
-    from paracl.evaluation.learning_curve import learning_curve
+    from paracl.learning_curve import learning_curve
 
     rows = learning_curve(args.summary, args.train_dir, args.out_dir, args.merge)
     for r in rows:
@@ -257,7 +257,7 @@ def _add_results(sub: argparse._SubParsersAction) -> None:
         "--merge", nargs="*", default=[], help="committed learning_curve.csv files to draw too"
     )
     report = _command(sub, "report", "render README/docs result tables, plots, params page",
-                      cmd_report, "From the committed results/*/ and src/paracl/params.py.")  # fmt: skip
+                      cmd_report, "From the committed results/*/ and src/paracl/core/params.py.")  # fmt: skip
     report.add_argument("--check", action="store_true", help="only compare; exit 1 if stale")
     report.add_argument(
         "--snapshot-default",

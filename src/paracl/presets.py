@@ -4,7 +4,7 @@ A preset mirrors params.yaml's nesting and holds only the keys it changes. Apply
 deep-merges it into params.yaml (mappings merge key by key; a list or a scalar replaces
 the old value) with ruamel.yaml's round-trip mode, so comments and key order survive and
 `git diff params.yaml` shows exactly what the preset changed. The merged result is
-validated with `paracl.params.validate` first; an invalid result writes nothing.
+validated with `paracl.core.params.validate` first; an invalid result writes nothing.
 
     paracl preset paper-en --dry-run     # list the keys that would change
     paracl preset paper-en               # rewrite params.yaml, then `dvc repro` / `dvc exp run`
@@ -14,7 +14,7 @@ validated with `paracl.params.validate` first; an invalid result writes nothing.
 train_contrastive.runs (methods x seeds, which DVC's foreach reads) follows the merged
 methods: applying a preset rewrites it, so a preset adds or removes a method in one line
 and gives its seeds once (`seeds: [1, 2, 3]`). After editing methods or seeds by hand,
-`paracl expand` rewrites it; every stage refuses a stale one (paracl.params.expand_runs).
+`paracl expand` rewrites it; every stage refuses a stale one (paracl.core.params.expand_runs).
 
 Whatever layout params.yaml is in (DVC re-dumps it on `dvc exp run -S`), what is written
 is read back and validated first, and replaces the file atomically (`_write`).
@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from paracl.params import (
+from paracl.core.params import (
     ParamsError,
     check_train_contrastive,
     load_params,
@@ -313,7 +313,7 @@ def _write(y, doc, original: str, touched: set[str], params_path: Path) -> None:
     text is first read back: the byte-for-byte splice is kept only when it parses to `doc`,
     else ruamel's own dump of the whole file is written; and the written file is loaded and
     validated as every stage loads it before it replaces params.yaml."""
-    from paracl.io import atomic_path
+    from paracl.core.io import atomic_path
 
     buf = io.StringIO()
     y.dump(doc, buf)

@@ -2,7 +2,7 @@
 
 Why: a result typed into a README goes stale the day it is re-measured, and nobody
 notices. Here every result table is rendered from a committed `results/<name>/summary.json`
-(by the summary stage's own renderer, `paracl.evaluation.summary.to_markdown`) and
+(by the summary stage's own renderer, `paracl.stages.summary.to_markdown`) and
 written between markers in the Markdown files:
 
     <!-- report:effect-en:table -->   ...generated, do not edit...   <!-- /report -->
@@ -13,12 +13,12 @@ written between markers in the Markdown files:
 as `paracl learning-curve` writes it, and its plot) or, by default, all of it. `tests/test_docs.py` fails
 when a block differs from what this renders, so a re-measured result cannot be shown
 with old numbers. The configuration reference (docs/reference/params.md) is generated
-the same way, from the dataclasses of `paracl.params`, so it cannot drift either.
+the same way, from the dataclasses of `paracl.core.params`, so it cannot drift either.
 
 Plots go to docs/img/: each method's difference to `none` with its seeds and their
 spread (`plot_summary`), the θ curve
-(`paracl.evaluation.theta_curve`) and the round-trip heatmaps where their data is in
-results/default/heatmaps/ (`paracl.roundtrip.heatmap`). They are small, committed, and
+(`paracl.theta_curve`) and the round-trip heatmaps where their data is in
+results/default/heatmaps/ (`paracl.parts.tags.heatmap`). They are small, committed, and
 redrawn by the same command.
 """
 
@@ -34,9 +34,9 @@ from dataclasses import MISSING, Field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
-from paracl.errors import InputError
-from paracl.io import atomic_path, read_json
-from paracl.tables import markdown_table
+from paracl.core.errors import InputError
+from paracl.core.io import atomic_path, read_json
+from paracl.core.tables import markdown_table
 
 MARKER = re.compile(
     r"<!-- report:(@?[A-Za-z0-9_.-]+)(?::([a-z]+))? -->\n(.*?)<!-- /report -->\n", re.S
@@ -150,7 +150,7 @@ def _legend(text: str, stale: bool) -> str:
 
 
 def render_summary(results: Path, name: str, part: str) -> str:
-    from paracl.evaluation.summary import to_markdown
+    from paracl.stages.summary import to_markdown
 
     summary = ordered(read_json(results / name / "summary.json"))
     stale = pre_fix(results, name)
@@ -164,7 +164,7 @@ def render_summary(results: Path, name: str, part: str) -> str:
 def render_curve(root: Path, page: Path, name: str) -> str:
     """A learning curve (`paracl learning-curve`'s CSV, committed beside the summary):
     the STS average per step count and method, with its plot."""
-    from paracl.evaluation import learning_curve as lc
+    from paracl import learning_curve as lc
 
     source = root / "results" / name / CURVE
     if not source.is_file():
@@ -179,8 +179,8 @@ def render_curve(root: Path, page: Path, name: str) -> str:
 def render_theta(results: Path, name: str) -> str:
     """The θ sweep's table (PPDB paper Figure 2): ppdb's score per θ over its seeds,
     and its difference to `none` with the summary's own test over seeds."""
-    from paracl.evaluation import theta_curve as tc
-    from paracl.evaluation.summary import format_p
+    from paracl import theta_curve as tc
+    from paracl.stages.summary import format_p
 
     data = [read_json(p) for p in _data_files(results / name)]
     rows = tc.curve(tc.points(data, "ppdb", "avg"))
@@ -218,7 +218,7 @@ def effect_panels(summary: dict) -> list[tuple[str, dict[str, list[float]]]]:
     """What the effect plot shows: per panel a label and each method's values, one per
     seed (a missing score dropped). One panel per measure the summary has (unsup.,
     fine-tuned: the table's column groups, each with its own Δ), else its Avg."""
-    from paracl.evaluation.summary import MEASURES
+    from paracl.stages.summary import MEASURES
 
     def values(runs: dict | None) -> list[float]:
         return [float(v) for v in (runs or {}).values() if v is not None]
@@ -234,7 +234,7 @@ def effect_panels(summary: dict) -> list[tuple[str, dict[str, list[float]]]]:
 def plot_summary(summary: dict, path: Path, title: str, marks: dict[str, str]):
     """One panel per measure (effect_panels), a row per method, first on top. Returns the
     (closed) Figure, for tests."""
-    from paracl.plots import png_figure
+    from paracl.core.plots import png_figure
 
     panels = effect_panels(summary)
     names = list(summary["methods"])[::-1]
@@ -291,7 +291,7 @@ def plot_heatmaps(directory: Path, path: Path):
     import numpy as np
     import pandas as pd
 
-    from paracl.roundtrip.heatmap import tags_of, write_png
+    from paracl.parts.tags.heatmap import tags_of, write_png
 
     files = sorted(directory.glob("*.csv")) + sorted(directory.glob("generated/*.csv"))
     if not files:
@@ -310,7 +310,7 @@ def plot_heatmaps(directory: Path, path: Path):
 
 def draw_plots(root: Path) -> list[Path]:
     """Every plot of every committed result, into docs/img/; returns what was written."""
-    from paracl.evaluation import theta_curve as tc
+    from paracl import theta_curve as tc
 
     results, written = root / "results", []
     for name in result_names(results):
@@ -331,7 +331,7 @@ def draw_plots(root: Path) -> list[Path]:
             written.append(heat)
         curve = results / name / CURVE
         if curve.is_file():
-            from paracl.evaluation import learning_curve as lc
+            from paracl import learning_curve as lc
 
             base = read_json(results / name / "summary.json")["methods"].get("none", {})
             lc.plot(lc.read_csv(curve), root / IMG / f"{name}-curve.png", base.get("avg"))
@@ -355,7 +355,7 @@ def _image(root: Path, page: Path, name: str, suffix: str = "") -> str:
 
 def render_sources() -> str:
     """The data registry per source: files, bytes, licence, where the checksums came from."""
-    from paracl.fetch.registry import load_registry
+    from paracl.parts.sources.registry import load_registry
 
     by_source: dict[str, list] = {}
     for entry in load_registry():
@@ -380,7 +380,7 @@ def render_sources() -> str:
 
 def render_tasks() -> str:
     """The evaluation task registry: metric, group, the paper's split sizes, hyperparameters."""
-    from paracl.evaluation.tasks import TASKS
+    from paracl.parts.evaluation.tasks import TASKS
 
     table = []
     for name, t in TASKS.items():
@@ -401,7 +401,7 @@ def render_claims(root: Path) -> str:
     opening table. Tables kept only for comparison (PRE_FIX) are left out; a claim that
     two presets share with the same numbers (effect-ja's unsupervised jobs are
     effect-ja-finetune's too) is one row naming both."""
-    from paracl.evaluation.summary import MEASURES, format_p, verdict
+    from paracl.stages.summary import MEASURES, format_p, verdict
 
     rows: dict[tuple, list] = {}
     for name in result_names(root / "results"):
@@ -504,7 +504,7 @@ def marked_names(root: Path) -> set[str]:
             for m in MARKER.finditer(page.read_text(encoding="utf-8"))}  # fmt: skip
 
 
-# -- the configuration reference, from paracl.params ---------------------------------------
+# -- the configuration reference, from paracl.core.params ---------------------------------------
 
 
 def _yaml(value: Any) -> str:
@@ -578,8 +578,8 @@ HEAD = ["key", "type", "range", "schema default", "what it does"]
 def _loss_sections() -> list[str]:
     """The method entries' own keys: the shared keys a method may set for itself, then one
     table per loss of LOSSES."""
-    from paracl import params
-    from paracl.training.losses import LOSSES
+    from paracl.core import params
+    from paracl.parts.losses import LOSSES
 
     own = getattr(params, "METHOD_SETTINGS", ())
     out = ["## Method entries: each loss's own keys", "",
@@ -602,17 +602,17 @@ def _loss_sections() -> list[str]:
 
 def params_reference(params_yaml: Path = Path("params.yaml")) -> str:
     """docs/reference/params.md: every key of params.yaml with its type, range, default
-    and help, from the dataclasses that validate it (paracl.params), the help completed
-    from params.yaml's comments (paracl.yaml_comments)."""
-    from paracl import params
-    from paracl.yaml_comments import key_comments
+    and help, from the dataclasses that validate it (paracl.core.params), the help completed
+    from params.yaml's comments (paracl.core.yaml_comments)."""
+    from paracl.core import params
+    from paracl.core.yaml_comments import key_comments
 
     notes = key_comments(params_yaml)
     top = [f for f in fields(params.Params) if not is_dataclass(f.type)]
     sections = [f for f in fields(params.Params) if is_dataclass(f.type)]
     out = ["# Configuration reference", "",
-           "<!-- generated by `paracl report` from src/paracl/params.py: do not edit -->", "",
-           "Every key of `params.yaml`, as `src/paracl/params.py` declares and checks it. "
+           "<!-- generated by `paracl report` from src/paracl/core/params.py: do not edit -->", "",
+           "Every key of `params.yaml`, as `src/paracl/core/params.py` declares and checks it. "
            "A stage refuses a params file with an unknown key, a wrong type or a value out "
            "of range, naming the key. *required* means params.yaml must set it; the values "
            "of the default run are in params.yaml, with a comment on each (the last column "

@@ -11,7 +11,7 @@ hundred kilobytes big. They sit in the standard cache layout,
     <root>/hub/models--<org>--<name>/snapshots/<revision>/...  (config, weights, tokenizer)
 
 so nothing in paracl changes to use them: with `HF_HOME=<root>` and `HF_HUB_OFFLINE=1`
-(`hub_env`) paracl.models.resolve_model finds them in the cache, before any packaged
+(`hub_env`) paracl.core.models.resolve_model finds them in the cache, before any packaged
 model. Every output of such a run is noise; it proves the plumbing only.
 
     python -m paracl.testing.hub_cache --params params.yaml --out /tmp/tiny-hub
@@ -111,7 +111,7 @@ def _bart(out: Path, seed: int) -> None:
     """facebook/bart-base: BART with byte-level BPE (vocab.json + merges.txt)."""
     from transformers import BartConfig, BartForConditionalGeneration
 
-    from paracl.standins import SEQ2SEQ_SIZES
+    from paracl.parts.standins import SEQ2SEQ_SIZES
 
     ids = tokenizers.byte_level(out, "BartTokenizer", BART)
     sizes = {**SEQ2SEQ_SIZES, "max_position_embeddings": MAX_LEN}
@@ -124,9 +124,9 @@ def _bart(out: Path, seed: int) -> None:
 
 
 def _fsmt(out: Path, seed: int, langs: tuple[str, str]) -> None:
-    """facebook/wmt19-<src>-<tgt>: FSMT (Moses + fairseq BPE), as paracl.standins builds
+    """facebook/wmt19-<src>-<tgt>: FSMT (Moses + fairseq BPE), as paracl.parts.standins builds
     it, with the direction's languages in its config and tokenizer config."""
-    from paracl.standins import build_tiny_fsmt
+    from paracl.parts.standins import build_tiny_fsmt
 
     build_tiny_fsmt(out, seed=seed)
     for name in ("config.json", "tokenizer_config.json"):
@@ -280,7 +280,7 @@ def build_hub_cache(ids: Iterable[str], root: str | Path, seed: int = 0) -> Path
 
     An id with no builder is an error naming the known ones. A snapshot already built
     at the current revision is kept, so a shared cache is built once."""
-    from paracl.io import atomic_dir
+    from paracl.core.io import atomic_dir
 
     root = Path(root)
     unknown = sorted(set(ids) - set(BUILDERS))

@@ -1,7 +1,7 @@
-"""Tiny random models of the architectures only tests use, on top of paracl.standins.
+"""Tiny random models of the architectures only tests use, on top of paracl.parts.standins.
 
 The seq2seq stand-ins the pipeline itself builds offline (t5, bart, marian, fsmt) live in
-paracl.standins; this adds causal LMs (gpt2, llama), encoders (bert, roberta) and the
+paracl.parts.standins; this adds causal LMs (gpt2, llama), encoders (bert, roberta) and the
 DeBERTa cross-encoder, with the same byte-level BPE tokenizer trained on the same fixed
 text, so tests exercise every architecture without downloading weights. Same arguments
 → same files: weights are drawn under a fixed seed.
@@ -17,8 +17,8 @@ import torch
 from tokenizers import processors
 from transformers import PreTrainedTokenizerFast
 
-from paracl import standins
-from paracl.standins import build_tiny_fsmt, train_bpe
+from paracl.parts import standins
+from paracl.parts.standins import build_tiny_fsmt, train_bpe
 
 __all__ = [
     "build_tiny_deberta_v2",
@@ -190,7 +190,7 @@ def build_tiny_rinna_roberta(out_dir: str | Path, seed: int = 0) -> Path:
     tokenizer is a T5Tokenizer (SentencePiece Unigram trained on lower-cased text, rinna's
     special tokens and ids: <unk> 0, <s> 1, </s> 2, [PAD] 3, [CLS] 4), `do_lower_case: true`
     in its config (which transformers no longer reads), and positions that its card counts
-    from 0 (the weights do not show that: paracl.models.convert_rinna_roberta shifts them)."""
+    from 0 (the weights do not show that: paracl.core.models.convert_rinna_roberta shifts them)."""
     import json
 
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers

@@ -1,0 +1,13 @@
+"""Shared parts: code that more than one stage uses, below the stages and above core.
+
+- `corpus/`: raw text to clean sentences (prepare_corpus, prepare_domain, corrupt);
+- `encoder/`: `build` the SentenceTransformer to train and save, `embed` a saved one;
+- `evaluation/`: the task registry, readers, metrics and the evaluators; `finetune/`:
+  fine-tuning an encoder on a task;
+- `filler/`: the blank filler family (T5 or a causal LM) for JCSE's hard negatives;
+- `losses/`: the papers' contrastive losses, one per file; `training/`: the trainer;
+- `paraphraser/`: the tag-controlled paraphraser family; `tags/`: SIM/BLEU tags;
+- `sts_scorer`: the semantic-similarity scorer; `sources/`: the data-source registry and
+  downloads; `ppdb_rules`: paraphrase dictionaries; `llama_batch`: batched llama.cpp
+  generation; `standins`: tiny random seq2seq stand-ins (`tiny-random:*`).
+"""

@@ -1,0 +1,307 @@
+"""Readers for the evaluation datasets, one per file format, with their quirks handled.
+
+Every reader returns a DataFrame with `sentence1`, `sentence2` (None for single-sentence
+tasks) and `label` (float for scores, str for classes), plus any split column the
+format carries. Quirks (see ../shared/data/README.md): SICK has CRLF endings and no
+final newline; MRPC starts with a UTF-8 BOM; the original STS-B rows may carry 7 or
+more fields; STS15/16 gold files mark unscored pairs with a blank line; CoLA has no
+header. A malformed line raises InputError naming the file and the line number; so
+does an empty file (damage; an absent file is a task not available offline) and one
+that is not UTF-8 text.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+
+from paracl.core.errors import InputError
+
+COLUMNS = ["sentence1", "sentence2", "label"]
+
+
+def _lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line) without the line ending; BOM, CRLF and a missing
+    final newline are all tolerated."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: not found (did the fetch stage run?)")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: empty file")
+    i = 0
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        try:
+            for i, line in enumerate(f, start=1):
+                yield i, line.rstrip("\r\n")
+        except UnicodeDecodeError:  # binary data: Parquet, gzip, ...
+            raise InputError(f"{path}:{i + 1}: not UTF-8 text") from None
+
+
+def _fields(path: str | Path, min_fields: int, header: bool) -> Iterator[tuple[int, list[str]]]:
+    for i, line in _lines(path):
+        if header and i == 1:
+            continue
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) < min_fields:
+            raise InputError(
+                f"{path}:{i}: expected at least {min_fields} tab-separated fields, got {len(parts)}"
+            )
+        yield i, parts
+
+
+def _float(value: str, path: str | Path, line: int) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise InputError(f"{path}:{line}: score {value!r} is not a number") from None
+
+
+def _header_index(path: str | Path, needed: list[str]) -> dict[str, int]:
+    for _, line in _lines(path):
+        names = line.split("\t")
+        missing = [n for n in needed if n not in names]
+        if missing:
+            raise InputError(f"{path}:1: header lacks columns {missing} (has: {names})")
+        return {n: names.index(n) for n in needed}
+    raise InputError(f"{path}: empty file")
+
+
+def read_stsb(path: str | Path) -> pd.DataFrame:
+    """STS Benchmark: genre, file, year, id, score, s1, s2 [, extra source columns]; the
+    genre (main-captions, main-forum, main-news) is kept: evaluation samples by it."""
+    rows = [(p[5], p[6], _float(p[4], path, i), p[0]) for i, p in _fields(path, 7, header=False)]
+    return pd.DataFrame(rows, columns=[*COLUMNS, "genre"])
+
+
+def read_sts_pairs(path: str | Path) -> pd.DataFrame:
+    """An STS file of either format the pipeline scores with: STS-B (.csv, tab-separated)
+    or JSTS (.json, JSON Lines). The one STS reader of the training dev score, the STS
+    scorer and evaluation; gold stays on the file's 0–5 scale."""
+    df = read_jglue(path) if Path(path).suffix == ".json" else read_stsb(path)
+    df["label"] = df["label"].astype(float)
+    return df
+
+
+def read_senteval_sts(input_path: str | Path, gold_path: str | Path) -> pd.DataFrame:
+    """SentEval STS12–16: `s1<TAB>s2` lines aligned with one gold score per line.
+
+    A blank gold line means the pair has no score (STS15/16); it is skipped, as SentEval
+    does.
+    """
+    pairs = [line for _, line in _lines(input_path)]
+    golds = [line for _, line in _lines(gold_path)]
+    if pairs and pairs[-1] == "" and len(pairs) == len(golds) + 1:
+        pairs.pop()
+    if len(pairs) != len(golds):
+        raise InputError(
+            f"{gold_path}: {len(golds)} gold lines for {len(pairs)} pairs in {input_path}"
+        )
+    rows = []
+    for i, (pair, gold) in enumerate(zip(pairs, golds, strict=True), start=1):
+        if not gold.strip():
+            continue
+        parts = pair.split("\t")
+        if len(parts) != 2:
+            raise InputError(f"{input_path}:{i}: expected 2 tab-separated sentences")
+        rows.append((parts[0], parts[1], _float(gold, gold_path, i)))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def read_sts_year(folder: str | Path) -> dict[str, pd.DataFrame]:
+    """All scored subsets of one SentEval STS year folder, by subset name (sorted).
+
+    Subsets whose input file is absent (STS13 SMT, not redistributable) and the
+    concatenated `ALL` gold file are left out.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(f"{folder}: not found (did the fetch stage run?)")
+    subsets = {}
+    for gold in sorted(folder.glob("STS.gs.*.txt")):
+        name = gold.name[len("STS.gs.") : -len(".txt")]
+        inp = folder / f"STS.input.{name}.txt"
+        if name == "ALL" or not inp.exists():
+            continue
+        subsets[name] = read_senteval_sts(inp, gold)
+    if not subsets:
+        raise InputError(f"{folder}: no STS.input.*.txt / STS.gs.*.txt pairs found")
+    return subsets
+
+
+def _read_sick_layout(path: str | Path, a: str, b: str, score: str, label: str, split: str):
+    """SICK and JSICK share one layout under different column names (read by header)."""
+    idx = _header_index(path, [split, a, b, label, score])
+    n = max(idx.values()) + 1
+    rows = [
+        (
+            p[idx[a]],
+            p[idx[b]],
+            _float(p[idx[score]], path, i),
+            p[idx[label]].lower(),
+            p[idx[split]].lower(),
+        )
+        for i, p in _fields(path, n, header=True)
+    ]
+    return pd.DataFrame(rows, columns=[*COLUMNS, "entailment", "split"])
+
+
+def read_sick(path: str | Path) -> pd.DataFrame:
+    """SICK.txt: columns by header name; label = relatedness, entailment lower-cased."""
+    return _read_sick_layout(
+        path, "sentence_A", "sentence_B", "relatedness_score", "entailment_label", "SemEval_set"
+    )
+
+
+def read_jsick(path: str | Path) -> pd.DataFrame:
+    """JSICK jsick.tsv/test.tsv: Japanese sentences, relatedness and entailment; split
+    from the `data` column (train, trial, test)."""
+    return _read_sick_layout(
+        path,
+        "sentence_A_Ja",
+        "sentence_B_Ja",
+        "relatedness_score_Ja",
+        "entailment_label_Ja",
+        "data",
+    )
+
+
+def read_jglue(path: str | Path) -> pd.DataFrame:
+    """JGLUE JSTS/JNLI JSON Lines: sentence1, sentence2, label (float or class name)."""
+    rows = []
+    for i, line in _lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            label = obj["label"]
+            rows.append((obj["sentence1"], obj["sentence2"], label))
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise InputError(f"{path}:{i}: not a JGLUE record ({err})") from None
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    if len(df) and not isinstance(df["label"].iloc[0], str):
+        df["label"] = df["label"].astype(float)
+    return df
+
+
+UNTRANSLATED = "NS"  # PAWS-X's placeholder for a sentence that was not translated
+
+
+def _paws_rows(path: str | Path, fields: Iterator[tuple[int, list[str]]], at: tuple[int, ...]):
+    """(s1, s2, label) of PAWS lines; label 0/1 checked; untranslated (NS) pairs dropped,
+    as the PAWS-X README asks."""
+    rows = []
+    for i, p in fields:
+        s1, s2, label = (p[k] for k in at)
+        if label not in ("0", "1"):
+            raise InputError(f"{path}:{i}: label {label!r} is not 0 or 1")
+        if UNTRANSLATED not in (s1, s2):
+            rows.append((s1, s2, label))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def read_pawsx(path: str | Path) -> pd.DataFrame:
+    """PAWS-X in the XTREME layout: s1, s2, label 0/1; no header. XTREME wrote it with
+    Python's csv writer, so a field holding `"` is quoted (and its quotes doubled)."""
+
+    def fields() -> Iterator[tuple[int, list[str]]]:
+        for i, line in _lines(path):
+            if line.strip():
+                p = next(csv.reader([line], delimiter="\t"))
+                if len(p) < 3:
+                    raise InputError(f"{path}:{i}: expected 3 tab-separated fields, got {len(p)}")
+                yield i, p
+
+    return _paws_rows(path, fields(), (0, 1, 2))
+
+
+def read_paws(path: str | Path) -> pd.DataFrame:
+    """PAWS-Wiki Labeled (Final) and PAWS-X as Google publishes them: header `id sentence1
+    sentence2 label`, tab-separated, no quoting."""
+    idx = _header_index(path, ["sentence1", "sentence2", "label"])
+    at = (idx["sentence1"], idx["sentence2"], idx["label"])
+    return _paws_rows(path, _fields(path, max(at) + 1, header=True), at)
+
+
+def read_mrpc(path: str | Path) -> pd.DataFrame:
+    """MSR paraphrase corpus: Quality, #1 ID, #2 ID, #1 String, #2 String (BOM header)."""
+    rows = []
+    for i, p in _fields(path, 5, header=True):
+        if p[0] not in ("0", "1"):
+            raise InputError(f"{path}:{i}: Quality {p[0]!r} is not 0 or 1")
+        rows.append((p[3], p[4], p[0]))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def read_glue_tsv(path: str | Path, s1: str, s2: str | None, label: str) -> pd.DataFrame:
+    """A GLUE TSV with a header (RTE: sentence1/sentence2/label; SST-2: sentence/label)."""
+    needed = [s1, label] + ([s2] if s2 else [])
+    idx = _header_index(path, needed)
+    n = max(idx.values()) + 1
+    rows = [
+        (p[idx[s1]].strip(), p[idx[s2]].strip() if s2 else None, p[idx[label]].strip())
+        for _, p in _fields(path, n, header=True)
+    ]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def read_cola(path: str | Path) -> pd.DataFrame:
+    """CoLA: source, label, original mark, sentence; no header, no final newline."""
+    rows = []
+    for i, p in _fields(path, 4, header=False):
+        if p[1] not in ("0", "1"):
+            raise InputError(f"{path}:{i}: label {p[1]!r} is not 0 or 1")
+        rows.append((p[3], None, p[1]))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def read_snli(path: str | Path) -> pd.DataFrame:
+    """SNLI 1.0 JSON Lines: sentence1, sentence2, gold_label; pairs without annotator
+    consensus (gold_label "-") are dropped, as in the SNLI paper."""
+    rows = []
+    for i, line in _lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            if obj["gold_label"] != "-":
+                rows.append((obj["sentence1"], obj["sentence2"], obj["gold_label"]))
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise InputError(f"{path}:{i}: not an SNLI record ({err})") from None
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def read_esci(path: str | Path, locale: str, split: str) -> pd.DataFrame:
+    """Shopping Queries (ESCI) task 2: query × product title → E/S/C/I, 4 classes.
+
+    `path` is shopping_queries_dataset_examples.parquet; the product titles come from
+    shopping_queries_dataset_products.parquet next to it. One locale (us, es, jp) and one
+    split (train, test) of the large version: every row, not only `small_version == 1`
+    (Task 1's subset), as the PPDB paper's Tables 1 and 2 count them (us: 1,393,063
+    train = 1,254,438 + 138,625 dev, 425,762 test).
+    """
+    path = Path(path)
+    products = path.with_name("shopping_queries_dataset_products.parquet")
+    for p in (path, products):
+        if not p.exists():
+            raise InputError(f"{p}: not found (did the fetch stage run?)")
+    ex = pd.read_parquet(path)
+    need = {"query", "product_id", "product_locale", "esci_label", "split"}
+    if not need <= set(ex.columns):
+        raise InputError(f"{path}: lacks columns {sorted(need - set(ex.columns))}")
+    ex = ex[(ex["product_locale"] == locale) & (ex["split"] == split)]
+    pr = pd.read_parquet(products, columns=["product_id", "product_locale", "product_title"])
+    df = ex.merge(pr, on=["product_id", "product_locale"], how="left")
+    df = df.sort_values(["query", "product_id"], kind="stable").reset_index(drop=True)
+    return pd.DataFrame(
+        {
+            "sentence1": df["query"].astype(str),
+            "sentence2": df["product_title"].fillna("").astype(str),
+            "label": df["esci_label"].astype(str),
+        }
+    )

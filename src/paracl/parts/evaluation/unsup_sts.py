@@ -1,0 +1,123 @@
+"""Unsupervised STS: cosine of the two embeddings against gold, Spearman ×100.
+
+As SimCSE (Gao et al. 2021) reports it, in the "all" setting: for STS12–16 the
+subsets of a year are concatenated and one Spearman is computed over all their pairs
+(not the mean of per-subset correlations). STS-B and SICK-R use their test splits;
+Japanese, JCSE's benchmark (its Table 3): STS12–16-ja (the JCSE authors' machine
+translations, SentEval layout, paracl.parts.evaluation.jcse_readers), JSICK (test) and JSTS
+(JGLUE v1.3 test); JCSE's STS-B translation is not in the mirror. JACSTS (`jacsts_sets`,
+the clinical test and dev pairs, JCSE Table 6) is scored the same way. Alignment and
+uniformity (Wang & Isola; SimCSE §5) are measured as SimCSE does: alignment on STS-B
+test pairs with a gold score above 4, uniformity over all STS-B test sentences (JSTS
+for Japanese).
+
+`max_pairs` scores a seeded sample of each set instead of the whole set (paracl.
+evaluation.sample): stratified by STS-B's genre, the subsets of an STS year and JACSTS's
+gold score, so the sample has the set's mix; each set's result records the sample it took.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from paracl.parts.encoder.embed import EmbeddingCache
+from paracl.parts.evaluation import readers
+from paracl.parts.evaluation.jcse_readers import identical_pairs, read_jacsts, read_sts_ja_year
+from paracl.parts.evaluation.metrics import alignment, pearson, spearman, uniformity
+from paracl.parts.evaluation.sample import sample_rows
+
+log = logging.getLogger(__name__)
+
+YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
+STRATA = ("genre", "subset", "level")  # columns a set is sampled by (level: JACSTS's score)
+
+
+def strata_column(df: pd.DataFrame) -> str | None:
+    return next((c for c in STRATA if c in df.columns), None)
+
+
+def _year(folder: Path) -> pd.DataFrame:
+    """The subsets of one STS year, concatenated (SimCSE's "all"), each row its subset."""
+    subsets = readers.read_sts_year(folder)
+    return pd.concat([df.assign(subset=k) for k, df in subsets.items()], ignore_index=True)
+
+
+def sts_sets(lang: str, raw_dir: str | Path) -> dict[str, pd.DataFrame]:
+    """The unsupervised STS sets of a language, name → pairs (sentence1, sentence2, label)."""
+    raw = Path(raw_dir)
+    if lang == "en":
+        sets = {y: _year(raw / "sts12-16" / f"{y}-en-test") for y in YEARS}
+        sets["STSBenchmark"] = readers.read_stsb(raw / "stsbenchmark" / "sts-test.csv")
+        sick = readers.read_sick(raw / "sick" / "SICK.txt")
+        sets["SICKRelatedness"] = sick[sick["split"] == "test"][readers.COLUMNS]
+        return sets
+    if lang == "ja":  # in Table 3's order (JCSE)
+        sets = {y: read_sts_ja_year(raw / "jcse" / f"{y}-ja-test") for y in YEARS}
+        jsick = readers.read_jsick(raw / "jsick" / "jsick.tsv")
+        sets["JSICK"] = jsick[jsick["split"] == "test"][readers.COLUMNS]
+        sets["JSTS"] = readers.read_jglue(raw / "jglue" / "jsts-v1.3" / "test-v1.3.json")
+        return sets
+    raise ValueError(f"no unsupervised STS sets for lang {lang!r}")
+
+
+def jacsts_sets(raw_dir: str | Path) -> dict[str, pd.DataFrame]:
+    """JACSTS test and dev (JCSE Table 6), each pair's gold score as its sampling stratum."""
+    folder = Path(raw_dir) / "jcse" / "JAC-STS"
+    return {
+        split: (df := read_jacsts(folder / f"JAC-sts-{split}.csv")).assign(
+            level=df["label"].astype(int).astype(str)
+        )
+        for split in ("test", "dev")
+    }
+
+
+def evaluate_unsup_sts(
+    cache: EmbeddingCache,
+    sets: dict[str, pd.DataFrame],
+    max_pairs: int | None = None,
+    seed: int = 0,
+) -> dict:
+    """Spearman/Pearson ×100 of cosine vs gold per set, their average, and align/uniform.
+
+    `max_pairs` scores a seeded stratified sample of each set; null = the whole set.
+    """
+    samples = {k: sample_rows(v, max_pairs, seed, strata_column(v)) for k, v in sets.items()}
+    frames = {k: df for k, (df, _) in samples.items()}
+    # Encode every unique sentence of every set in one batched pass first.
+    all_sents = sorted({s for df in frames.values() for c in ("sentence1", "sentence2")
+                        for s in df[c]})  # fmt: skip
+    cache.embed(all_sents)
+    results = {}
+    for name, df in frames.items():
+        cos = cache.cosine(df["sentence1"].tolist(), df["sentence2"].tolist())
+        gold = df["label"].to_numpy(dtype=float)
+        results[name] = {
+            "spearman": spearman(cos, gold),
+            "pearson": pearson(cos, gold),
+            "pairs": len(df),
+            "identical_pairs": identical_pairs(df),  # cosine 1 whatever the encoder
+            "sample": samples[name][1],
+        }
+    avg = float(np.mean([r["spearman"] for r in results.values()]))
+    anchor = next((n for n in ("STSBenchmark", "JSTS") if n in frames), next(iter(frames)))
+    df = frames[anchor]
+    pos = df[df["label"].astype(float) > 4.0]
+    space = {
+        "set": anchor,
+        "alignment": alignment(cache.embed(pos["sentence1"].tolist()),
+                               cache.embed(pos["sentence2"].tolist())) if len(pos) else None,
+        "uniformity": uniformity(cache.embed(sorted(set(df["sentence1"]) | set(df["sentence2"])))),
+        "positive_pairs": len(pos),
+    }  # fmt: skip
+    return {
+        "sets": results,
+        "avg_spearman": avg,
+        "embedding_space": space,
+        "unique_sentences": len(all_sents),
+        "total_sentences": int(sum(2 * len(df) for df in frames.values())),
+        "max_pairs": max_pairs,
+    }

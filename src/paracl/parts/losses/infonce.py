@@ -1,0 +1,31 @@
+"""InfoNCE with in-batch negatives (PPDB paper Eq. 1, SimCSE), and with each pair's own
+hard negative added (supervised SimCSE: NLI contradictions).
+
+sentence-transformers' MultipleNegativesRankingLoss computes it (scale = 1 / tau), so
+this module only says which columns a method embeds. Used by simcse_unsup, simcse_sup,
+ppdb, roundtrip and paraphraser, which differ in their input artifact alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+from paracl.parts.training.objectives import BiEncoderObjective
+
+
+@dataclass(frozen=True)
+class Params:
+    """The method entry's own keys (params.yaml train_contrastive.methods.<name>)."""
+
+    hard_negatives: bool = False  # add each row's `negative` column (SimCSE supervised)
+
+
+def objective(model: SentenceTransformer, params: Params, cfg: dict) -> BiEncoderObjective:
+    mnrl = MultipleNegativesRankingLoss(model, scale=1.0 / cfg["temperature"])
+    cols = ["anchor", "positive"] + (["negative"] if params.hard_negatives else [])
+    return BiEncoderObjective(
+        cols, lambda reps: mnrl.compute_loss_from_embeddings(reps, None), "MNRL(InfoNCE)"
+    )

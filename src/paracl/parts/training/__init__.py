@@ -1,0 +1,13 @@
+"""Contrastive training of sentence encoders (the work of a run: paracl.stages.train_contrastive;
+the encoder: paracl.parts.encoder; the losses: paracl.parts.losses).
+
+- methods.py: a params entry -> what to train; `train_method` is what the stage runs
+- data.py: any input artifact -> (anchor, positive, negative) examples, checked
+- objectives.py: what a step optimises on a batch (the trainer's contract)
+- trainer.py: the loop (seeds, mixed precision, GradCache, early stopping)
+- grad_cache.py: exact large-batch training in mini-batches (no shrunken negatives)
+- dev.py: the STS-dev Spearman that early stopping and model selection use
+- checkpoint.py: resumable training state, and SIGTERM
+- parallel.py: what each torchrun process does differently
+- card.py: the README.md model card of each saved encoder
+"""

@@ -1,0 +1,241 @@
+"""Training inputs: every artifact a method trains on, read into (anchor, positive, negative).
+
+One frame layout serves all bi-encoder methods, whatever the artifact:
+
+- corpus sentences (schemas.CORPUS)      -> anchor = positive = text (dropout is the view)
+- positives (id, text, paraphrase, ...)  -> anchor = text, positive = paraphrase
+                                            (+ negative when the artifact has that column)
+- negatives (id, text, negative, ...)    -> anchor = positive = text, negative = negative
+                                            (JCSE stage one: v+ is v under another dropout)
+- NLI (premise, hypothesis, label)       -> SimCSE supervised: for each premise, an
+                                            entailed hypothesis as positive and a
+                                            contradicted one as hard negative.
+- paraphrase identification              -> the cross-lingual PI paper's triples: each
+  (sentence1, sentence2, label 0/1)         paraphrase pair (label 1) with a label-0
+                                            partner of its anchor as hard negative.
+
+Row selection before the mapping: an artifact with a `split` column (tag's
+tagged.parquet) trains on its train rows only (dev and test are the paraphraser's
+held-out pairs); `tags` (a method entry's key) keeps the rows of generate_paraphrases'
+output generated for that tag pair; a round-trip candidates artifact (a `pivot` column:
+stage roundtrip_baseline@greedy) drops the rows whose translation came back empty.
+
+NLI files are Parquet/JSONL with those columns, JSNLI-style TSV (label, premise,
+hypothesis; JSNLI's train_w_filtering.tsv too), SNLI/MultiNLI .jsonl (gold_label,
+sentence1, sentence2), or SimCSE's nli_for_simcse.csv (sent0, sent1, hard_neg: already
+triplets, used as they are); PI files are TSV with a header naming id, sentence1,
+sentence2, label (PAWS-Wiki, PAWS-X: paracl.parts.evaluation.readers.read_paws). Bad input stops
+with a message naming the file (and row or line).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from paracl.core.errors import InputError
+from paracl.core.io import ArtifactError, read_parquet
+from paracl.parts.evaluation.readers import read_paws
+
+log = logging.getLogger(__name__)
+
+COLUMNS = ["anchor", "positive", "negative"]
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    if not path.exists():
+        raise ArtifactError(
+            f"{path}: not found; the stage that writes it has not run (or this method's "
+            "input is not produced by the default pipeline)"
+        )
+    if path.suffix == ".parquet" or path.is_dir():
+        return read_parquet(path)
+    if path.suffix in (".jsonl", ".json"):
+        rows = []
+        for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as err:
+                    raise InputError(f"{path}:{no}: not a JSON line: {err}") from None
+        return pd.DataFrame(rows)
+    if path.suffix == ".tsv" and _is_pi_tsv(path):
+        return read_paws(path)  # labels checked, PAWS-X's untranslated (NS) pairs dropped
+    if path.suffix == ".tsv":
+        rows = []
+        for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            cells = line.split("\t")
+            if len(cells) < 3:
+                raise InputError(f"{path}:{no}: expected label<TAB>premise<TAB>hypothesis")
+            rows.append({"label": cells[0], "premise": cells[1], "hypothesis": cells[2]})
+        return pd.DataFrame(rows)
+    if path.suffix == ".csv":  # SimCSE's nli_for_simcse.csv: header sent0,sent1,hard_neg
+        try:
+            return pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+        except (pd.errors.ParserError, UnicodeDecodeError) as err:
+            raise InputError(f"{path}: not a readable CSV: {err}") from None
+    raise InputError(f"{path}: unknown format (expected .parquet, .jsonl, .tsv or .csv)")
+
+
+def _is_pi_tsv(path: Path) -> bool:
+    """A paraphrase-identification TSV: a header line naming sentence1, sentence2, label."""
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
+        names = f.readline().rstrip("\r\n").split("\t")
+    return {"sentence1", "sentence2", "label"} <= set(names)
+
+
+def nli_triplets(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """SimCSE's supervised triplets: (premise, entailment hypothesis, contradiction one)."""
+    labels = df["label"].astype(str).str.strip().str.lower()
+    # numeric SNLI/MNLI labels: 0 entailment, 1 neutral, 2 contradiction
+    labels = labels.replace({"0": "entailment", "1": "neutral", "2": "contradiction"})
+    frame = df.assign(label=labels, premise=df["premise"].astype(str).str.strip())
+    ent = frame[frame.label == "entailment"].drop_duplicates("premise")
+    con = frame[frame.label == "contradiction"].drop_duplicates("premise")
+    merged = ent.merge(con, on="premise", suffixes=("_pos", "_neg"), sort=True)
+    if merged.empty:
+        raise InputError(
+            f"{where}: no premise has both an entailment and a contradiction hypothesis "
+            f"({len(ent)} entailment, {len(con)} contradiction rows)"
+        )
+    return pd.DataFrame(
+        {
+            "anchor": merged["premise"],
+            "positive": merged["hypothesis_pos"].astype(str),
+            "negative": merged["hypothesis_neg"].astype(str),
+        }
+    )
+
+
+def pi_triplets(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """The cross-lingual PI paper's training rows (§III-A): positives are the label-1 pairs,
+    hard negatives the label-0 pairs. A label-0 pair is a hard negative of the paraphrase
+    pair that shares one of its sentences (PAWS builds both from one source sentence):
+    (shared sentence, its paraphrase, its label-0 partner). Of several partners the first
+    in file order is taken; a paraphrase pair with none is left out (every row is a
+    triple, as the paper's data loader has it)."""
+    labels = df["label"].astype(str).str.strip()
+    bad = df.index[~labels.isin(["0", "1"])]
+    if len(bad):
+        raise InputError(f"{where}: row {int(bad[0])} has label {labels[bad[0]]!r}, not 0 or 1")
+    s1 = df["sentence1"].astype(str).str.strip()
+    s2 = df["sentence2"].astype(str).str.strip()
+    partner: dict[str, str] = {}  # sentence -> its first label-0 partner
+    for a, b in zip(s1[labels == "0"], s2[labels == "0"], strict=True):
+        partner.setdefault(a, b)
+        partner.setdefault(b, a)
+    rows = []
+    for a, b in zip(s1[labels == "1"], s2[labels == "1"], strict=True):
+        if a in partner:
+            rows.append((a, b, partner[a]))
+        elif b in partner:
+            rows.append((b, a, partner[b]))
+    if not rows:
+        raise InputError(
+            f"{where}: no paraphrase pair (label 1) shares a sentence with a label-0 pair "
+            f"({int((labels == '1').sum())} label-1, {int((labels == '0').sum())} label-0 rows)"
+        )
+    log.info("%s: %d PI triples of %d paraphrase pairs", where, len(rows), (labels == "1").sum())
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def select_rows(df: pd.DataFrame, where: str, tags: str | None = None) -> pd.DataFrame:
+    """The rows a method trains on (see the module docstring): train split, `tags`, and
+    no empty round-trip translations."""
+    if "split" in df.columns:
+        counts = df["split"].value_counts().to_dict()
+        df = df[df["split"] == "train"]
+        if df.empty:
+            raise InputError(f"{where}: no 'train' rows in its split column (has: {counts})")
+    if tags is not None:
+        if "tags" not in df.columns:
+            raise InputError(
+                f"{where}: has no 'tags' column to select {tags!r} from (tags selects rows "
+                "of generate_paraphrases' output, data/paraphraser/generated.parquet)"
+            )
+        have = sorted(df["tags"].astype(str).unique())
+        df = df[df["tags"] == tags]
+        if df.empty:
+            raise InputError(
+                f"{where}: no row was generated for tags {tags!r} (has: {', '.join(have)}); "
+                "add it to generate_paraphrases.tags"
+            )
+    if "pivot" in df.columns:
+        empty = df["paraphrase"].isna() | (df["paraphrase"].astype(str).str.strip() == "")
+        if empty.any():
+            log.info("%s: %d of %d round trips came back empty, left out", where, empty.sum(),
+                     len(df))  # fmt: skip
+        df = df[~empty]
+    return df
+
+
+def to_examples(df: pd.DataFrame, where: str) -> pd.DataFrame:
+    """Map an artifact's columns onto (anchor, positive, negative); negative may be None."""
+    cols = set(df.columns)
+    if {"premise", "hypothesis", "label"} <= cols:
+        out = nli_triplets(df, where)
+    elif {"sent0", "sent1"} <= cols:  # SimCSE's supervised CSV: anchor, positive, hard neg
+        neg = df["hard_neg"] if "hard_neg" in cols else None
+        out = pd.DataFrame({"anchor": df["sent0"], "positive": df["sent1"], "negative": neg})
+    elif {"gold_label", "sentence1", "sentence2"} <= cols:  # SNLI / MultiNLI .jsonl
+        names = {"sentence1": "premise", "sentence2": "hypothesis", "gold_label": "label"}
+        out = nli_triplets(df.rename(columns=names)[list(names.values())], where)
+    elif {"sentence1", "sentence2", "label"} <= cols:
+        out = pi_triplets(df, where)
+    elif {"text", "paraphrase"} <= cols:
+        neg = df["negative"] if "negative" in cols else None
+        out = pd.DataFrame({"anchor": df["text"], "positive": df["paraphrase"], "negative": neg})
+    elif {"text", "negative"} <= cols:
+        out = pd.DataFrame(
+            {"anchor": df["text"], "positive": df["text"], "negative": df["negative"]}
+        )
+    elif "text" in cols:
+        out = pd.DataFrame({"anchor": df["text"], "positive": df["text"], "negative": None})
+    else:
+        raise InputError(
+            f"{where}: no training columns found (has: {', '.join(map(str, df.columns))}); "
+            "expected text[+paraphrase|+negative], premise, hypothesis, label or "
+            "sentence1, sentence2, label"
+        )
+    return out.reset_index(drop=True)
+
+
+def check_examples(ex: pd.DataFrame, where: str, min_examples: int) -> None:
+    """Refuse empty strings and training sets too small to form one batch of negatives."""
+    for col in COLUMNS:
+        if ex[col].isna().all() and col == "negative":
+            continue
+        values = ex[col].astype(str).str.strip()
+        bad = ex.index[ex[col].isna() | (values == "")]
+        if len(bad):
+            raise InputError(
+                f"{where}: row {int(bad[0])} has an empty {col!r} "
+                f"({len(bad)} such rows); drop them in the stage that writes this artifact"
+            )
+    if len(ex) < min_examples:
+        raise InputError(
+            f"{where}: {len(ex)} training examples, fewer than the {min_examples} needed for "
+            "in-batch negatives (at least 2, and a full batch when drop_last); an empty "
+            "artifact means its stage found nothing to keep — check that stage's metrics"
+        )
+
+
+def load_examples(
+    path: str | Path,
+    max_examples: int | None,
+    seed: int,
+    min_examples: int = 2,
+    tags: str | None = None,
+) -> pd.DataFrame:
+    """Read, select, map, check and (seeded) subsample one method's training input."""
+    path = Path(path)
+    ex = to_examples(select_rows(_read_table(path), str(path), tags), str(path))
+    check_examples(ex, str(path), min_examples)
+    if max_examples is not None and len(ex) > max_examples:
+        ex = ex.sample(n=max_examples, random_state=seed).sort_index().reset_index(drop=True)
+    return ex

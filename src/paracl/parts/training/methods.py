@@ -1,0 +1,304 @@
+"""A training method is one entry of params.yaml's `train_contrastive.methods`: the input
+it trains on, its loss (a module of paracl.parts.losses) and that loss's own params,
+the shared training keys it sets for itself (lr, batch_size, ...: `run_config`) and its
+seeds. Each seed is one run (train_contrastive.runs, params.expand_runs), one DVC stage.
+
+`method_spec` checks an entry; `train_method` is everything the stage does with a run:
+read the input, build the encoder, train, save the inference model with its card
+(training/encoder.py, training/card.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from paracl.core.device import precision_used, seed_everything
+from paracl.core.errors import InputError
+from paracl.core.freeze import freeze
+from paracl.core.models import resolve_model
+from paracl.core.params import METHOD_SETTINGS, ParamsError, method_settings
+from paracl.parts.encoder.build import (
+    build_encoder,
+    copy_base,
+    inference_model,
+    is_sentence_transformer_dir,
+    save_encoder,
+    truncation,
+)
+from paracl.parts.losses import LOSSES
+from paracl.parts.tags.tagging import parse_tags
+from paracl.parts.training import parallel
+from paracl.parts.training.card import model_card
+from paracl.parts.training.checkpoint import Checkpoint
+from paracl.parts.training.data import load_examples
+from paracl.parts.training.dev import read_sts, sts_spearman
+from paracl.parts.training.trainer import TrainConfig, train
+
+TRAIN_LAYERS = "train_contrastive.train_layers"  # the param a refusal of freeze names
+
+SIMCSE = "Gao et al., SimCSE: Simple Contrastive Learning of Sentence Embeddings (EMNLP 2021)"
+PPDB = "Sugiyama et al., Paraphrase-based Contrastive Learning for Sentence Pair Modeling"
+ROUNDTRIP = "Ogasa, Kajiwara, Arase, 意味と表層の類似度を制御した言い換えによるデータ拡張"
+JCSE = "Chen et al., JCSE: Contrastive Learning of Japanese Sentence Embeddings"
+XPI = "Fedorova & Musatow, Cross-lingual paraphrase identification"
+EBSIM = (
+    "Enhancing Transformer-based Semantic Matching for Few-shot Learning through Weakly "
+    "Contrastive Pre-training"
+)
+
+# What the model card and metrics say about the papers' methods (documentation only: a
+# method's behaviour is its entry). Other names are described by their loss.
+PAPERS: dict[str, tuple[str, str]] = {
+    "none": ("base model, no additional training", ""),
+    "simcse_unsup": ("SimCSE unsupervised: dropout positives", SIMCSE),
+    "simcse_sup": ("SimCSE supervised: NLI entailment/contradiction", SIMCSE),
+    "ppdb": ("PPDB paper Eq. 1: PPDB paraphrase positives", PPDB),
+    "roundtrip": ("round-trip paper: SimCSE + sampled, tagged round trips (train)", ROUNDTRIP),
+    "roundtrip_greedy": ("round-trip paper §4.4: SimCSE + greedy round trip", ROUNDTRIP),
+    "paraphraser": ("round-trip paper: SimCSE + paraphraser, requested tags pooled", ROUNDTRIP),
+    "paraphraser_bleu0_5": ("round-trip paper Table 3: SimCSE + <SIM95><BLEU0_5>", ROUNDTRIP),
+    "paraphraser_bleu20": ("round-trip paper Table 3: SimCSE + <SIM95><BLEU20>", ROUNDTRIP),
+    "paraphraser_bleu40": ("round-trip paper Table 3: SimCSE + <SIM95><BLEU40>", ROUNDTRIP),
+    "jcse": ("JCSE stage one: generated negatives, hard_negative_weight 0 (Eq. 4)", JCSE),
+    "jcse_two_stage": ("JCSE stage two: NLI, hard_negative_weight 1, from jcse", JCSE),
+    "ams": ("additive margin scale loss + mega-batch mining (Alg. 2)", XPI),
+    "ebsim": ("EBSIM RA + AA triplet losses", EBSIM),
+    "ebsim_no_aa": ("EBSIM ablation -AA", EBSIM),
+}
+# every entry's keys and the shared keys it may set for itself; the rest: the loss's
+COMMON_KEYS = ("loss", "input", "data", "seeds", "tags", *METHOD_SETTINGS)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One checked entry of train_contrastive.methods."""
+
+    name: str
+    loss: str  # "none" (save the base as it is) or a key of LOSSES
+    input: str  # what it trains on; with `data`, the encoder it continues from
+    data: str | None  # continued training (jcse_two_stage): the training data
+    seed: int | None  # this run's seed (train_contrastive.runs); None: the top-level seed
+    tags: str | None  # the generated paraphrases of this tag pair only (paraphraser_bleu20)
+    params: Any  # the loss module's Params (None for "none")
+    paper: str
+    citation: str
+    settings: dict = dataclasses.field(default_factory=dict)  # shared keys it sets itself
+
+    @property
+    def start(self) -> str | None:
+        """The encoder training starts from, when it is not the base model."""
+        return self.input if self.data is not None else None
+
+    @property
+    def train_path(self) -> str:
+        return self.data if self.data is not None else self.input
+
+    def own_params(self) -> dict:
+        """The loss's params as the card and the checkpoint key record them."""
+        return dataclasses.asdict(self.params) if self.params is not None else {}
+
+
+def method_spec(name: str, entry: dict, run: dict | None = None) -> MethodSpec:
+    """Check `train_contrastive.methods.<name>` (its common keys are checked by params.py);
+    with `run` (an entry of train_contrastive.runs), the spec of that run: its seed, and
+    its input (a continued run starts from the encoder of its own seed)."""
+    where = f"train_contrastive.methods.{name}"
+    loss = entry["loss"]
+    own = {k: v for k, v in entry.items() if k not in COMMON_KEYS}
+    if loss == "none":
+        params = None
+        if own:
+            raise ParamsError(f"'{where}.{next(iter(own))}': loss none takes no params")
+    elif loss in LOSSES:
+        cls = LOSSES[loss].Params
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = [k for k in own if k not in known]
+        renamed = getattr(LOSSES[loss], "RENAMED", {})  # keys a loss once took
+        if unknown and unknown[0] in renamed:
+            raise ParamsError(f"'{where}.{unknown[0]}' was replaced by {renamed[unknown[0]]}")
+        if unknown:
+            raise ParamsError(
+                f"unknown key '{where}.{unknown[0]}' (loss {loss} takes: {', '.join(known)})"
+            )
+        try:
+            params = cls(**own)
+        except (TypeError, ValueError) as err:
+            raise ParamsError(f"'{where}': {err}") from None
+    else:
+        raise ParamsError(
+            f"'{where}.loss': unknown loss {loss!r} (known: none, {', '.join(LOSSES)})"
+        )
+    tags = entry.get("tags")
+    if tags is not None:
+        if loss == "none" or hasattr(LOSSES[loss], "examples"):
+            raise ParamsError(f"'{where}.tags': loss {loss} does not read paraphrase pairs")
+        parse_tags(tags, f"'{where}.tags'")
+    description, citation = PAPERS.get(name, (f"{loss} loss", ""))
+    return MethodSpec(
+        name,
+        loss,
+        run["input"] if run else entry["input"],
+        entry.get("data"),
+        run["seed"] if run else None,
+        tags,
+        params,
+        description,
+        citation,
+        method_settings(name, entry),
+    )
+
+
+def run_config(spec: MethodSpec, cfg: dict) -> dict:
+    """The train_contrastive section as this method's run sees it: the method's own
+    settings over the shared keys, without the list of runs and seeds (which cannot change
+    its weights, so they stay out of its checkpoint key and model card)."""
+    return {k: v for k, v in cfg.items() if k not in ("seeds", "runs")} | spec.settings
+
+
+def train_method(
+    spec: MethodSpec,
+    cfg: dict,
+    seed: int,
+    device,
+    out_dir: Path,
+    dev_path: str,
+    logger=None,
+    checkpoint: Checkpoint | None = None,
+) -> dict:
+    """Train (or, for loss `none`, just save) one encoder; returns the metrics to record.
+    `checkpoint`: where training saves and resumes its state (training/checkpoint.py)."""
+    base_id = cfg["base_model"]
+    if spec.start is not None:
+        base_id = spec.start
+        if not Path(base_id).is_dir():
+            raise InputError(
+                f"{base_id}: the encoder that {spec.name} continues from is missing; "
+                "train that method first"
+            )
+    resolved = resolve_model(base_id)
+    seed_everything(seed)  # EBSIM's heads and any fresh layer are initialised from here on
+    # `none` with a sentence-transformers base: that base as published (its own pooling)
+    as_is = spec.loss == "none" and is_sentence_transformer_dir(resolved.path)
+    model = build_encoder(
+        resolved.path,
+        None if as_is else cfg["pooling"],
+        None,
+        None if as_is else cfg["dropout"],
+        None if as_is else cfg.get("prompt"),
+    ).to(device)
+    saved_length = model.max_seq_length  # the base's inference length: what is saved
+    dev = read_sts(dev_path, cfg["dev_max_pairs"], seed)
+
+    def dev_score(m) -> float:
+        """Dev score of the model as it will be saved (the inference length)."""
+        with truncation(m, saved_length):
+            return sts_spearman(m, dev)
+
+    def card(dev_spearman: float, **trained) -> str:
+        """The folder's README.md, describing the model as it will be saved."""
+        inference = inference_model(model)
+        with truncation(inference, saved_length):
+            return model_card(
+                method=spec.name,
+                description=spec.paper,
+                citation=spec.citation,
+                load_path=out_dir.as_posix(),
+                base=resolved.describe(),
+                model=inference,
+                dev={"score": dev_spearman, "file": dev_path, "pairs": len(dev[2])},
+                **trained,
+            )
+
+    metrics = {
+        "method": spec.name,
+        "paper": spec.paper,
+        "model": resolved.describe(),
+        "input": spec.input,
+        "seed": seed,
+    }
+    if spec.loss == "none":
+        metrics["loss"] = "none"  # evaluate.baseline_seeds: fine-tuned with the base's seeds
+        if parallel.is_main():  # nothing to train: rank 0 alone scores and saves
+            metrics["dev_spearman"] = round(dev_score(inference_model(model)), 4)
+            if logger:
+                logger("dev/spearman", metrics["dev_spearman"], 0)
+            text = card(metrics["dev_spearman"])  # no data, params or training to state
+            if as_is:
+                copy_base(resolved.path, out_dir, text)
+            else:
+                save_encoder(model, out_dir, saved_length, text)
+        return metrics
+
+    model.max_seq_length = cfg["max_seq_length"]  # training truncation (SimCSE: 32)
+    # the cross-lingual paper freezes the embedding layer to keep zero-shot transfer;
+    # train_layers (top layers only) makes a causal-LM step cheaper (paracl.core.freeze)
+    metrics["trained_layers"] = freeze(
+        model[0].auto_model, cfg["train_layers"], cfg["freeze_embeddings"], TRAIN_LAYERS
+    )
+    module = LOSSES[spec.loss]
+    if hasattr(module, "examples"):
+        examples = module.examples(spec.train_path, model, spec.params, cfg, seed)
+        metrics["triples"] = examples["kind"].value_counts().sort_index().to_dict()
+    else:
+        examples = load_examples(spec.train_path, cfg["max_examples"], seed, tags=spec.tags)
+    objective = module.objective(model, spec.params, cfg)
+    if "negative" in getattr(objective, "column_names", ()) and examples["negative"].isna().any():
+        raise InputError(f"{spec.train_path}: method {spec.name} needs a 'negative' for every row")
+    config = TrainConfig(
+        lr=cfg["lr"],
+        epochs=cfg["epochs"],
+        batch_size=cfg["batch_size"],
+        mini_batch_size=cfg["mini_batch_size"],
+        patience=cfg["patience"],
+        seed=seed,
+        mega_batch=objective.mega_batch,
+        length_grouping=cfg["length_grouping"],
+        precision=cfg.get("precision", TrainConfig.precision),  # top-level (run.train_config)
+    )
+    result = train(
+        model, examples, objective, config, dev_score, logger, objective.parameters(), checkpoint
+    )
+    metrics.update(
+        {
+            "loss": objective.name,
+            "examples": len(examples),
+            "steps": result.steps,
+            "precision": precision_used(device, config.precision),
+            "skipped_steps": result.skipped_steps,  # fp16 overflow; 0 in bf16/fp32
+            "epochs_run": result.epochs_run,
+            "best_epoch": result.best_epoch,
+            "dev_spearman": round(result.best_dev, 4),
+            "first_loss": float(f"{result.losses[0]:.6g}"),
+            "last_loss": float(f"{result.losses[-1]:.6g}"),
+        }
+    )
+    if parallel.is_main():
+        training = {
+            "loss": objective.name,
+            "steps": result.steps,
+            "epochs run": result.epochs_run,
+            "best epoch": result.best_epoch,
+        }
+        if metrics["trained_layers"] != "all":  # a default run's card stays as it was
+            training["layers trained"] = metrics["trained_layers"]
+        text = card(
+            metrics["dev_spearman"],
+            train_max_seq_length=cfg["max_seq_length"],
+            data=spec.train_path + (f" (tags {spec.tags})" if spec.tags else ""),
+            examples=len(examples),
+            params=card_params(spec, cfg, seed),
+            training=training,
+        )
+        save_encoder(model, out_dir, saved_length, text)
+    return metrics
+
+
+def card_params(spec: MethodSpec, cfg: dict, seed: int) -> dict:
+    """The params that shaped this encoder: the shared ones and the method's own (not the
+    other methods' entries or checkpoint_every)."""
+    shared = {k: v for k, v in cfg.items() if k not in ("methods", "checkpoint_every")}
+    own = spec.own_params()
+    return {"seed": seed, **shared, **({spec.name: own} if own else {})}

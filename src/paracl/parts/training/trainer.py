@@ -1,0 +1,395 @@
+"""The training loop shared by every method: batches, optimiser, GradCache, early stopping.
+
+Written directly on torch rather than on the transformers Trainer so that one loop serves
+in-batch losses (with exact GradCache accumulation), mega-batch mining and EBSIM's
+cross-encoder heads, with the same seeding, dev evaluation and logging for all of them;
+sentence-transformers provides the model, its saving and the InfoNCE (MNRL) loss.
+
+- Adam(W) with the papers' lr and a linear decay, no warmup (SimCSE's schedule).
+- A batch is `batch_size` examples = the pool of in-batch negatives. When
+  `mini_batch_size` is smaller, bi-encoder losses go through GradCache (same gradients
+  as the full batch; see grad_cache.py) — never through plain accumulation, which would
+  shrink the negatives. EBSIM's per-example triplet loss accumulates exactly, so it uses
+  plain accumulation over mini-batches.
+- After each epoch the dev score (STS dev Spearman) is computed; training stops after
+  `patience` epochs without a gain and the best epoch's weights are restored.
+- Mixed precision as `precision` says (paracl.core.device: auto = bf16 on GPUs that have it,
+  fp16 on older ones, fp32 on CPU); in fp16 the loss is scaled (torch.amp.GradScaler)
+  so small gradients do not flush to zero, a no-op otherwise. Seeds fix shuffling and
+  dropout.
+- Under torchrun (parallel.py) every rank draws the same global batches, embeds its own
+  contiguous rows, and the loss sees all ranks' rows (gather.py); gradients are averaged
+  and rank 0 alone scores dev. A per-example objective (EBSIM) needs no gather: each
+  rank takes its rows' share of the batch mean. One process: all of that is a no-op.
+- Resumable (checkpoint.py): with a Checkpoint the whole loop state is saved every N
+  steps and on SIGTERM, and a rerun continues from it to the same weights and curves.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+import torch
+from sentence_transformers import SentenceTransformer
+from tqdm import tqdm
+from transformers import get_linear_schedule_with_warmup
+
+from paracl.core.batching import batch_order
+from paracl.core.device import (
+    DEFAULT_PRECISION,
+    adamw,
+    autocast,
+    backward,
+    grad_scaler,
+    optimizer_step,
+    seed_everything,
+)
+from paracl.core.distributed.gather import gather_columns, world_size
+from paracl.parts.encoder.build import embed, inference_model
+from paracl.parts.training import parallel
+from paracl.parts.training.checkpoint import (
+    Checkpoint,
+    TrainingInterrupted,
+    all_rng_states,
+    set_rng_state,
+    sigterm_requests,
+)
+from paracl.parts.training.grad_cache import cached_step
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    lr: float = 5e-5
+    epochs: int = 1
+    batch_size: int = 64
+    mini_batch_size: int | None = None
+    patience: int = 3
+    seed: int = 42
+    mega_batch: int = 1  # mini-batches aggregated for mining (AMS, Algorithm 2)
+    weight_decay: float = 0.0
+    length_grouping: bool = False  # batches of similar length (less padding; paracl.core.batching)
+    precision: str = DEFAULT_PRECISION  # auto | bf16 | fp16 | fp32 (paracl.core.device)
+
+
+@dataclass
+class TrainResult:
+    steps: int = 0
+    epochs_run: int = 0
+    best_epoch: int = 0
+    best_dev: float | None = None
+    losses: list[float] = field(default_factory=list)
+    dev_history: list[float] = field(default_factory=list)
+    examples_seen: int = 0
+    skipped_steps: int = 0  # fp16: steps the loss scaler skipped (a gradient overflowed)
+
+
+Logger = Callable[[str, float, int], None]
+
+
+def _batches(
+    n: int, size: int, seed: int, epoch: int, lengths: list[int] | None = None
+) -> list[list[int]]:
+    """Seeded shuffle per epoch (grouped by length with `lengths`: paracl.core.batching); the
+    last batch is dropped if it could not contrast (<2) or (multi-process) could not give
+    every rank a row."""
+    gen = torch.Generator().manual_seed(seed * 1000 + epoch)
+    out = batch_order(n, size, gen, lengths)
+    return [b for b in out if len(b) >= max(2, world_size())]
+
+
+def token_lengths(model: SentenceTransformer, examples: pd.DataFrame) -> list[int]:
+    """Tokens per example as the merged forward pass pads it: its longest text (anchor,
+    positive or negative), truncated at the model's max_seq_length."""
+    tokenizer, limit = model.tokenizer, model.max_seq_length
+    longest = [0] * len(examples)
+    for col in ("anchor", "positive", "negative"):
+        if col not in examples or examples[col].isna().all():
+            continue
+        texts = examples[col].fillna("").astype(str).tolist()
+        ids = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=limit)
+        longest = [max(a, len(b)) for a, b in zip(longest, ids["input_ids"], strict=True)]
+    return longest
+
+
+def _embed_columns(
+    model, cols: list[list[str]], device, precision: str = DEFAULT_PRECISION
+) -> list[torch.Tensor]:
+    """All columns in ONE forward pass (SimCSE feeds its 2B views the same way).
+
+    Every column holds sentences of the same kind, so merging them costs little padding
+    and saves a forward/backward per column; dropout masks still differ per row, which
+    is what unsupervised SimCSE's two views of one sentence need.
+    """
+    texts = [t for col in cols for t in col]
+    with autocast(device, precision):
+        merged = embed(model, texts).float()
+    return list(torch.split(merged, [len(col) for col in cols]))
+
+
+@dataclass
+class _Progress:
+    """The loop's state besides weights and optimiser: what a resumed run continues from."""
+
+    result: TrainResult
+    # a copy of the best epoch's weights, taken only while a later epoch may still run;
+    # None: the model's own weights are the best (no copy of a 1 GB model per epoch)
+    best_state: dict[str, torch.Tensor] | None = None
+    bad_epochs: int = 0
+    logged: list[tuple[str, float, int]] = field(default_factory=list)
+    epoch: int = 0  # the next step is batch `batch` of epoch `epoch`;
+    batch: int = 0  # batch == the epoch's batch count: its steps are done, its dev score not
+
+
+def _step(
+    model: SentenceTransformer,
+    objective,
+    batch: pd.DataFrame,
+    mini: int,
+    device: torch.device,
+    loss_fn: Callable[[list[torch.Tensor]], torch.Tensor],
+    scaler: torch.amp.GradScaler,
+    precision: str = DEFAULT_PRECISION,
+) -> float:
+    """Forward and backward of one global batch (this rank's rows), the loss scaled by
+    `scaler` (fp16); returns the unscaled loss. The optimiser step is the caller's."""
+    local = batch.iloc[parallel.local_rows(len(batch))]
+    if objective.per_example:
+        # this rank's rows; scaled so that the gradients averaged over ranks are the
+        # global batch mean's, and the loss logged is its mean
+        scale = world_size() * len(local) / len(batch)
+        loss = objective.step(model, local, mini, device, scale, scaler=scaler, precision=precision)
+        return parallel.mean_over_ranks(loss, device)
+    cols = objective.columns(local)
+    if mini >= len(local):
+        value = loss_fn(_embed_columns(model, cols, device, precision))
+        backward(value, scaler)
+        return float(value.detach())
+
+    def embed_part(texts: list[str]) -> torch.Tensor:
+        with autocast(device, precision):
+            return embed(model, texts)
+
+    return cached_step(embed_part, cols, loss_fn, mini, device, scaler)
+
+
+def train(
+    model: SentenceTransformer,
+    examples: pd.DataFrame,
+    objective,
+    config: TrainConfig,
+    dev_score: Callable[[SentenceTransformer], float] | None = None,
+    logger: Logger | None = None,
+    extra_params: list[torch.nn.Parameter] | None = None,
+    checkpoint: Checkpoint | None = None,
+) -> TrainResult:
+    """Train `model` in place on `examples` with `objective`; returns the curves.
+
+    With `checkpoint`, the loop saves its whole state there every `checkpoint.every`
+    steps and, on SIGTERM, at the end of the step before raising TrainingInterrupted; a
+    state found there is resumed from (logged values are replayed into `logger`), so a
+    killed run ends with the weights and curves of an uninterrupted one."""
+    seed_everything(config.seed + parallel.rank())  # ranks draw their own dropout masks
+    device = model.device
+    extra = list(extra_params or [])
+    params = [p for p in model.parameters() if p.requires_grad] + extra
+    parallel.sync_parameters(params)
+
+    def loss_fn(reps: list[torch.Tensor]) -> torch.Tensor:
+        """The loss over the global batch: every rank's rows (identity with one process)."""
+        return objective.loss(gather_columns(reps))
+
+    optimizer = adamw(params, lr=config.lr, weight_decay=config.weight_decay)
+    scaler = grad_scaler(device, precision=config.precision)
+    lengths = token_lengths(model, examples) if config.length_grouping else None
+    per_epoch = len(_batches(len(examples), config.batch_size, config.seed, 0, lengths))
+    if per_epoch == 0:
+        raise ValueError(f"{len(examples)} examples make no batch of >= 2")
+    total = per_epoch * config.epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, 0, total)
+    mini = config.mini_batch_size or config.batch_size
+    mega = max(1, config.mega_batch)
+    progress = _Progress(TrainResult())
+
+    def record(key: str, value: float, step: int) -> None:
+        progress.logged.append((key, value, step))
+        if logger:
+            logger(key, value, step)
+
+    def save(prepared: pd.DataFrame | None) -> None:
+        """All ranks (their RNG states are gathered); rank 0 writes."""
+        state = _capture(model, extra, optimizer, scheduler, scaler, progress, prepared)
+        if parallel.is_main():
+            checkpoint.save(state)
+
+    resumed_group = _restore(
+        checkpoint, model, extra, optimizer, scheduler, scaler, progress, record
+    )
+    result = progress.result
+    start_epoch, start_batch = progress.epoch, progress.batch
+    with sigterm_requests(checkpoint is not None) as requested:
+        for epoch in range(start_epoch, config.epochs):
+            model.train()
+            batches = _batches(len(examples), config.batch_size, config.seed, epoch, lengths)
+            first = start_batch if epoch == start_epoch else 0  # steps done before a resume
+            bar = tqdm(
+                total=len(batches),
+                initial=first,
+                desc=f"epoch {epoch + 1}",
+                leave=False,
+                mininterval=5,
+                disable=not parallel.is_main(),
+            )
+            for m0 in range(0, len(batches), mega):
+                group = batches[m0 : m0 + mega]
+                if m0 + len(group) <= first:
+                    continue
+                if resumed_group is not None:  # stopped inside this mega-batch: as mined then
+                    prepared, resumed_group = resumed_group, None
+                else:
+                    flat = [i for b in group for i in b]
+                    prepared = objective.prepare(examples.iloc[flat].reset_index(drop=True), model)
+                offset = 0
+                for j, b in enumerate(group):
+                    batch = prepared.iloc[offset : offset + len(b)]
+                    offset += len(b)
+                    if m0 + j < first:
+                        continue
+                    optimizer.zero_grad(set_to_none=True)
+                    loss = _step(
+                        model, objective, batch, mini, device, loss_fn, scaler, config.precision
+                    )
+                    parallel.average_gradients(params)
+                    if not math.isfinite(loss):
+                        raise FloatingPointError(f"loss became {loss} at step {result.steps}")
+                    if not optimizer_step(optimizer, scaler):
+                        result.skipped_steps += 1
+                    scheduler.step()
+                    result.steps += 1
+                    result.examples_seen += len(batch)
+                    result.losses.append(loss)
+                    record("train/loss", loss, result.steps)
+                    bar.update(1)
+                    progress.epoch, progress.batch = epoch, m0 + j + 1
+                    if checkpoint is None:
+                        continue
+                    # every rank stops at the same step when any of them got SIGTERM
+                    stop = parallel.mean_over_ranks(float(requested()), device) > 0
+                    if stop or checkpoint.due(result.steps):
+                        inside = progress.batch % mega != 0 and progress.batch < len(batches)
+                        save(prepared if inside else None)
+                    if stop:
+                        bar.close()
+                        if world_size() > 1:  # rank 0 has written it before any rank exits
+                            torch.distributed.barrier()
+                        raise TrainingInterrupted(
+                            f"SIGTERM: stopped after step {result.steps}; checkpoint saved in "
+                            f"{checkpoint.dir}; run the stage again to resume"
+                        )
+            bar.close()
+            result.epochs_run = epoch + 1
+            progress.epoch, progress.batch = epoch + 1, 0
+            if dev_score is None:  # the last epoch is the best
+                progress.best_state, result.best_epoch = None, epoch + 1
+                continue
+            score = parallel.main_value(lambda: dev_score(inference_model(model)), device)
+            result.dev_history.append(score)
+            record("dev/spearman", score, result.steps)
+            best = -math.inf if result.best_dev is None else result.best_dev
+            if parallel.is_main():
+                log.info("epoch %d: dev %.2f (best before %.2f)", epoch + 1, score, best)
+            if score > best:
+                result.best_dev, result.best_epoch, progress.bad_epochs = score, epoch + 1, 0
+                last = epoch + 1 == config.epochs
+                progress.best_state = None if last else copy.deepcopy(model.state_dict())
+            else:
+                progress.bad_epochs += 1
+                if progress.bad_epochs >= config.patience:
+                    log.info("early stop: %d epochs without dev gain", progress.bad_epochs)
+                    break
+    if progress.best_state is not None:
+        model.load_state_dict(progress.best_state)
+    return result
+
+
+def _capture(
+    model: SentenceTransformer,
+    extra: list[torch.nn.Parameter],
+    optimizer: torch.optim.Optimizer,
+    scheduler,
+    scaler: torch.amp.GradScaler,
+    progress: _Progress,
+    prepared: pd.DataFrame | None,
+) -> dict:
+    """The state to save (collective: gathers every rank's RNG state)."""
+    return {
+        "model": model.state_dict(),
+        "extra": [p.detach() for p in extra],
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "scaler": scaler.state_dict(),  # fp16's loss scale ({} when disabled)
+        "best": progress.best_state,  # None: the weights above are the best so far
+        "bad_epochs": progress.bad_epochs,
+        "result": asdict(progress.result),
+        "logged": list(progress.logged),
+        "epoch": progress.epoch,
+        "batch": progress.batch,
+        # the mega-batch as mined at its start (mining used the weights of then)
+        "prepared": None if prepared is None else prepared.to_dict("list"),
+        "rng": all_rng_states(model.device),
+    }
+
+
+def _restore(
+    checkpoint: Checkpoint | None,
+    model: SentenceTransformer,
+    extra: list[torch.nn.Parameter],
+    optimizer: torch.optim.Optimizer,
+    scheduler,
+    scaler: torch.amp.GradScaler,
+    progress: _Progress,
+    record: Logger,
+) -> pd.DataFrame | None:
+    """Load `checkpoint`'s state, if any, into the loop's objects; returns the mega-batch
+    the run stopped inside, if it did. The RNG states are set last."""
+    if checkpoint is None:
+        return None
+    state = checkpoint.load()
+    found = -1 if state is None else state["result"]["steps"]
+    if parallel.main_value(lambda: float(found), model.device) != found:
+        raise RuntimeError(f"{checkpoint.file}: ranks see different checkpoints (shared disk?)")
+    if state is None:
+        return None
+    rngs = state["rng"]
+    if len(rngs) != world_size():
+        raise RuntimeError(f"{checkpoint.file}: saved by {len(rngs)} processes, not {world_size()}")
+    model.load_state_dict(state["model"])
+    with torch.no_grad():
+        for p, saved in zip(extra, state["extra"], strict=True):
+            p.copy_(saved)
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    if state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
+    progress.best_state = state["best"]
+    progress.bad_epochs = state["bad_epochs"]
+    progress.result = TrainResult(**state["result"])
+    progress.epoch, progress.batch = state["epoch"], state["batch"]
+    for key, value, step in state["logged"]:  # the curves so far, as first logged
+        record(key, value, step)
+    if parallel.is_main():
+        log.info(
+            "resuming from %s: step %d (epoch %d, batch %d)",
+            checkpoint.file,
+            progress.result.steps,
+            progress.epoch + 1,
+            progress.batch,
+        )
+    set_rng_state(rngs[parallel.rank()], model.device)
+    return None if state["prepared"] is None else pd.DataFrame(state["prepared"])

@@ -1,0 +1,224 @@
+"""The adapt_filler stage's work: the blank filler adapted to the target corpus (JCSE §4.4).
+
+JCSE fine-tunes its filler on the raw target-domain corpus before it fills any blank, so
+that fills use the domain's terms. The path follows the model's config:
+- T5 (the paper's filler; a hub id or the tiny-random:t5 test stand-in): span-corruption
+  denoising (paracl.parts.filler.adapt), `adapt_filler.t5`;
+- a causal LM (the offline default, SmolLM2 / gemma-3): continued next-token training
+  (paracl.parts.filler.adapt_causal), `adapt_filler.causal_lm`.
+
+A seeded sample of the corpus is split into train and a held-out dev set; the metrics
+give the dev loss and perplexity before and after, and say which path ran
+(`filler`, `objective`). The directory gets the adapted model and a paracl_filler.json
+naming it. With `adapt_filler.enabled: false`, a T5 base is saved unchanged and a
+causal LM is only recorded (paracl_filler.json names it; no copy of its weights), so
+the corrupt stage always reads the same directory.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from paracl.core.device import seed_everything, select_device
+from paracl.core.errors import InputError
+from paracl.core.io import atomic_dir, atomic_path, write_json
+from paracl.core.models import resolve_model
+from paracl.core.plots import png_figure
+from paracl.core.sampling import sample_corpus
+from paracl.parts.filler import INFO_FILE, PAPER_T5
+from paracl.parts.filler.adapt import AdaptConfig, adapt
+from paracl.parts.filler.adapt_causal import CausalAdaptConfig, adapt_causal
+from paracl.parts.filler.causal import is_causal_lm
+from paracl.parts.standins import build_standin_t5, describe, is_standin
+
+log = logging.getLogger(__name__)
+
+OBJECTIVES = {"t5": "span-corruption denoising", "causal_lm": "next-token prediction"}
+PERPLEXITY_OF = {
+    "t5": "the masked spans of held-out sentences (span corruption, fixed dev masks)",
+    "causal_lm": "every token of held-out sentences (BOS + sentence + EOS)",
+}
+
+
+def split_dev(texts: Sequence[str], dev_sentences: int, seed: int) -> tuple[list, list]:
+    """(train, dev): a seeded shuffle, dev at most `dev_sentences` and a tenth of the
+    texts, at least one."""
+    order = np.random.default_rng(seed).permutation(len(texts))
+    n_dev = min(dev_sentences, max(1, len(texts) // 10))
+    return [texts[i] for i in order[n_dev:]], [texts[i] for i in order[:n_dev]]
+
+
+def filler_kind(model_id: str) -> str:
+    """'t5' or 'causal_lm', from the model's config (a stand-in is the T5 one)."""
+    if is_standin(model_id) or not is_causal_lm(resolve_model(model_id).path):
+        return "t5"
+    return "causal_lm"
+
+
+def adapt_corpus(corpus: str, out: str, params: dict) -> tuple[dict, list[dict]]:
+    """Adapt `adapt_filler.model[lang]` on a seeded sample of `corpus` and save it to
+    `out` (atomically); return (metrics, the loss curve)."""
+    cfg, lang, seed = params["adapt_filler"], params["lang"], params["seed"]
+    cfg = {**cfg, "precision": params["precision"]}  # the run's, for the training loops
+    seed_everything(seed)
+    if cfg["threads"]:
+        torch.set_num_threads(cfg["threads"])
+    device = select_device(params["device"])
+    model_id = cfg["model"][lang]
+    kind = filler_kind(model_id)
+    if kind == "causal_lm" and not cfg["enabled"]:
+        return record_causal(model_id, out, lang), []
+    texts = sample_corpus(corpus, cfg["max_sentences"], seed, lang)["text"].tolist()
+    if len(texts) < 2:
+        raise InputError(f"{corpus}: {len(texts)} sentence(s) of lang {lang!r}; need 2 or more")
+    train, dev = split_dev(texts, cfg["dev_sentences"], seed)
+    with atomic_dir(out) as tmp:
+        if is_standin(model_id):
+            described = build_standin_t5(train, tmp, seed=seed, **cfg["standin"])
+            path, stand_in = tmp, True
+        else:
+            resolved = resolve_model(model_id)
+            described, path, stand_in = resolved.describe(), resolved.path, False
+        log.info("base model: %s (%s)", described, kind)
+        run = _adapt_causal_saved if kind == "causal_lm" else _adapt_t5_saved
+        curve, trains = run(path, tmp, train, dev, cfg, seed, device)
+        info = _info(kind, described, stand_in, cfg, lang, model_id)
+        write_json(info, tmp / INFO_FILE)
+    metrics = {
+        **info,
+        "trains": trains,
+        "train_sentences": len(train),
+        "dev_sentences": len(dev),
+        **_loss_metrics(curve, kind),
+    }
+    log.info("dev perplexity %s -> %s", metrics["dev_perplexity_before"], metrics["dev_perplexity"])
+    return metrics, curve
+
+
+def _info(kind: str, described: dict, stand_in: bool, cfg: dict, lang: str, model_id: str):
+    """paracl_filler.json: the model, which path ran, whether it was adapted."""
+    enabled = bool(cfg["enabled"])
+    return {
+        "model": described,
+        "filler": kind,
+        "causal_lm": kind == "causal_lm",
+        "stand_in": stand_in,
+        "adapted": enabled,
+        "objective": OBJECTIVES[kind] if enabled else None,
+        "steps": cfg[kind]["max_steps"] if enabled else 0,
+        "lang": lang,
+        "paper_model": model_id in PAPER_T5,
+    }
+
+
+def _loss_metrics(curve: list[dict], kind: str) -> dict:
+    """Dev loss (nats per target token) and perplexity before and after adaptation."""
+
+    def ppl(loss: float) -> float:
+        return round(math.exp(min(loss, 50.0)), 4)
+
+    return {
+        "dev_loss_before": round(curve[0]["dev_loss"], 6) if curve else None,
+        "dev_loss": round(curve[-1]["dev_loss"], 6) if curve else None,
+        "dev_perplexity_before": ppl(curve[0]["dev_loss"]) if curve else None,
+        "dev_perplexity": ppl(curve[-1]["dev_loss"]) if curve else None,
+        "perplexity_of": PERPLEXITY_OF[kind] if curve else None,
+        "train_loss_last": round(curve[-1]["train_loss"], 6) if len(curve) > 1 else None,
+    }
+
+
+def record_causal(model_id: str, out: str, lang: str) -> dict:
+    """The causal LM as it is (enabled: false): `out` gets only paracl_filler.json naming
+    the model (no copy of its weights: the corrupt stage resolves the id), so the stage
+    is instant and corrupt reruns when the model changes."""
+    info = {
+        "model": describe(model_id),
+        "filler": "causal_lm",
+        "causal_lm": True,
+        "stand_in": False,
+        "adapted": False,
+        "objective": None,
+        "steps": 0,
+        "lang": lang,
+        "paper_model": False,  # the paper fills blanks with T5
+    }
+    with atomic_dir(out) as tmp:
+        write_json(info, tmp / INFO_FILE)
+    log.info("causal LM %s: recorded, not adapted (adapt_filler.enabled: false)", model_id)
+    return {**info, "trains": None, "train_sentences": 0, "dev_sentences": 0,
+            **_loss_metrics([], "causal_lm")}  # fmt: skip
+
+
+def _adapt_t5_saved(base, out: Path, train, dev, cfg: dict, seed: int, device):
+    """Load the T5 at `base`, adapt it when enabled, save it (and its tokenizer) to `out`;
+    return (the curve, empty when not adapted; what trained)."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForSeq2SeqLM.from_pretrained(base)
+    curve: list[dict] = []
+    if cfg["enabled"]:
+        t5 = cfg["t5"]
+        settings = AdaptConfig(
+            noise_density=t5["noise_density"],
+            mean_noise_span_length=t5["mean_noise_span_length"],
+            lr=t5["lr"],
+            max_steps=t5["max_steps"],
+            batch_size=t5["batch_size"],
+            max_length=cfg["max_length"],
+            eval_every=t5["eval_every"],
+            seed=seed,
+            precision=cfg["precision"],
+        )
+        curve = adapt(model, tokenizer, train, dev, settings, device)
+    model.to("cpu").save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return curve, "all" if cfg["enabled"] else None
+
+
+def _adapt_causal_saved(base, out: Path, train, dev, cfg: dict, seed: int, device):
+    """Load the causal LM at `base` (fp32, as the filler loads it), adapt it, save it
+    (and its tokenizer) to `out`; return (the curve, what trained)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    lm = cfg["causal_lm"]
+    settings = CausalAdaptConfig(
+        lr=lm["lr"],
+        max_steps=lm["max_steps"],
+        batch_size=lm["batch_size"],
+        max_length=cfg["max_length"],
+        eval_every=lm["eval_every"],
+        train_layers=lm["train_layers"],
+        freeze_embeddings=lm["freeze_embeddings"],
+        seed=seed,
+        precision=cfg["precision"],
+    )
+    curve, trains = adapt_causal(model, tokenizer, train, dev, settings, device)
+    model.to("cpu").save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return curve, trains
+
+
+def write_curve(curve: list[dict], csv_path, png_path, title: str = "filler adaptation") -> None:
+    """The dev/train loss curve as CSV (for `dvc plots`) and PNG (to look at)."""
+    with atomic_path(csv_path) as tmp, open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["step", "train_loss", "dev_loss"])
+        writer.writeheader()
+        for row in curve:
+            writer.writerow({k: "" if v is None else round(v, 6) for k, v in row.items()})
+    with png_figure(png_path, dpi=100, tight=False, figsize=(6, 4)) as (fig, ax):
+        trained = [r for r in curve if r["train_loss"] is not None]
+        ax.plot([r["step"] for r in trained], [r["train_loss"] for r in trained], label="train")
+        ax.plot([r["step"] for r in curve], [r["dev_loss"] for r in curve], label="dev", marker="o")
+        ax.set(xlabel="step", ylabel="loss (nats / target token)", title=title)
+        ax.set_yscale("log")
+        ax.legend()

@@ -1,0 +1,208 @@
+"""The corrupt stage's per-shard work, for paracl.core.distributed.sharded.map_shards.
+
+`init_worker` runs once per worker (a Ray actor, or the driver process locally): it
+loads the spaCy / GiNZA noun-chunk pipeline and the filler: T5 (an encoder-decoder, by
+its config) or a causal LM (paracl.parts.filler.causal). The filler is the directory the
+adapt_filler stage wrote (models/filler: the adapted model, or for a causal LM left as it
+is only its paracl_filler.json naming it, resolved here), or `unadapted`: the
+adapt_filler.model of the language as it is, for the adaptation ablation. `corrupt_shard`
+turns one shard of anchors into negative rows; the shard's counts (skipped, dropped, …) travel
+with the rows as `frame.attrs["paracl_stats"]`, which pyarrow stores in the shard file's
+pandas metadata, so a resumed run still has the counts of the shards it did not redo
+(`shard_stats` reads them back; `pipeline.merge_stats` sums them).
+
+`corrupt_corpus` is the corrupt stage's work. The seeded anchor sample is drawn on the
+driver from the `lang` column alone and (id, text) is streamed: the driver holds
+max_sentences sample positions and the shards in flight, never the corpus. The output
+bytes depend on shard_size (shard boundaries), not on the engine or the worker count.
+The workers read the model from its directory (on a cluster: a path every node can
+read, e.g. a shared filesystem or Ray's runtime_env working_dir). The metrics add how
+much of the fills is the target domain's vocabulary (paracl.parts.filler.domain_vocab),
+against a reference corpus (Wikipedia).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from paracl.core import schemas
+from paracl.core.device import DEFAULT_PRECISION, seed_everything
+from paracl.core.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
+from paracl.core.errors import InputError
+from paracl.core.io import fingerprint, input_checksum, iter_batches, read_json, read_parquet
+from paracl.core.models import check_model_dir, resolve_model
+from paracl.core.sampling import iter_sample
+from paracl.parts.filler import INFO_FILE, PAPER_T5
+from paracl.parts.filler.causal import is_causal_lm
+from paracl.parts.filler.chunks import PIPELINES
+from paracl.parts.filler.domain_vocab import domain_vocabulary_metrics
+from paracl.parts.filler.pipeline import CorruptConfig, corrupt, merge_stats
+from paracl.parts.standins import describe, is_standin
+
+log = logging.getLogger(__name__)
+
+STATS_KEY = "paracl_stats"
+_STATE: dict = {}  # per worker process: nlp, filler, config
+_PIPELINES: dict = {}  # spaCy pipelines by lang (packaged, never change: kept)
+
+
+def init_worker(
+    model: str,
+    lang: str,
+    device: str,
+    threads: int | None,
+    cfg: CorruptConfig,
+    causal: bool = False,
+    seed: int = 0,
+    precision: str = DEFAULT_PRECISION,
+) -> None:
+    """Load the chunker and the filler (from `model`, a directory the worker can read)."""
+    import torch
+
+    from paracl.core.device import select_device
+    from paracl.parts.filler.causal import CausalFiller
+    from paracl.parts.filler.chunks import load_pipeline
+    from paracl.parts.filler.generate import T5Filler
+
+    if threads:
+        torch.set_num_threads(threads)
+    if lang not in _PIPELINES:
+        _PIPELINES[lang] = load_pipeline(lang)
+    dev = select_device(device)
+    if causal:
+        filler = CausalFiller(model, dev, cfg.sampling(), seed, precision)
+    else:
+        filler = T5Filler(model, dev, precision)
+    _STATE.clear()
+    _STATE.update(nlp=_PIPELINES[lang], filler=filler, cfg=cfg)
+
+
+def corrupt_shard(frame: pd.DataFrame, index: int) -> pd.DataFrame:
+    """map_shards fn: hard-negative rows of one shard of (id, text) anchors."""
+    rows, stats = corrupt(frame, _STATE["nlp"], _STATE["filler"], _STATE["cfg"])
+    rows.attrs[STATS_KEY] = stats
+    return rows
+
+
+def shard_stats(out: str | Path) -> list[dict]:
+    """The per-shard counts stored in a finished shard directory (empty shards: none)."""
+    stats = []
+    for part in sorted(Path(out).glob("part-*.parquet")):
+        meta = pq.read_schema(part).pandas_metadata or {}
+        found = (meta.get("attributes") or {}).get(STATS_KEY)
+        if found is not None:
+            stats.append(found)
+    return stats
+
+
+UNADAPTED = "unadapted"  # the corrupt stage's filler argument: adapt_filler.model as it is
+
+
+def model_info(model: str, params: dict | None = None) -> tuple[dict, Path, bool]:
+    """(what the filler is, the directory to load, is it a causal LM). adapt_filler's
+    paracl_filler.json says it; a causal LM recorded without weights is resolved by its
+    id. `unadapted` is adapt_filler.model[lang] as it is (needs `params`). A model folder
+    from elsewhere is described by its path and typed by its config."""
+    if model == UNADAPTED:
+        return _unadapted(params)
+    info_path = Path(model) / INFO_FILE
+    info = read_json(info_path) if info_path.exists() else {"model": model}
+    if info.get("causal_lm") and not (Path(model) / "config.json").exists():
+        path = resolve_model(info["model"]["id"]).path
+        return info, check_model_dir(path).resolve(), True
+    path = check_model_dir(model).resolve()
+    return info, path, info["causal_lm"] if "causal_lm" in info else is_causal_lm(path)
+
+
+def _unadapted(params: dict | None) -> tuple[dict, Path, bool]:
+    """The filler adapt_filler would start from, not adapted."""
+    lang = params["lang"]
+    model_id = params["adapt_filler"]["model"][lang]
+    if is_standin(model_id):
+        raise InputError(
+            f"adapt_filler.model.{lang}: {model_id} is a random stand-in that fills nothing "
+            "until adapt_filler trains it; unadapted negatives need a real filler"
+        )
+    path = check_model_dir(resolve_model(model_id).path).resolve()
+    causal = is_causal_lm(path)
+    info = {"model": describe(model_id), "filler": "causal_lm" if causal else "t5",
+            "causal_lm": causal, "stand_in": False, "adapted": False, "lang": lang,
+            "paper_model": model_id in PAPER_T5}  # fmt: skip
+    return info, path, causal
+
+
+def corrupt_corpus(
+    corpus: str, model: str, out: str, params: dict, reference: str | None = None
+) -> dict:
+    """Write hard negatives for a seeded sample of `corpus` (`corrupt.max_sentences`
+    anchors of `lang`) to the shard directory `out`, the filler read from `model`; return
+    the metrics (summed shard counts, what the filler is, its use of the domain's
+    vocabulary against `reference`, a few examples)."""
+    cfg, lang, seed = params["corrupt"], params["lang"], params["seed"]
+    seed_everything(seed)
+    info, path, causal = model_info(model, params)
+    config = CorruptConfig.from_params(cfg, seq2seq=not causal)
+    filler_sum = input_checksum(model) if model != UNADAPTED else str(path)
+    key = fingerprint(
+        cfg, seed, lang, params["device"], params["precision"], input_checksum(corpus), filler_sum
+    )
+    anchors = CountedShards(
+        stream_shards(iter_sample(corpus, cfg["max_sentences"], seed, lang), cfg["shard_size"])
+    )
+    meta = {"model": info, "chunker": PIPELINES[lang], "lang": lang, "seed": seed, "params": cfg}
+    manifest = map_shards(
+        corrupt_shard,
+        anchors,
+        out=out,
+        schema=schemas.NEGATIVES,
+        key=key,
+        engine=Engine.from_params(params),
+        metadata=meta,
+        model=True,
+        init=init_worker,
+        init_args=(
+            str(path),
+            lang,
+            params["device"],
+            cfg["threads"],
+            config,
+            causal,
+            seed,
+            params["precision"],
+        ),
+        desc="corrupt shards",
+    )
+    if anchors.rows == 0:
+        log.warning(
+            "%s has no sentence of lang %r: wrote an empty negatives artifact", corpus, lang
+        )
+    stats = merge_stats(shard_stats(out))
+    if reference is not None:
+        rows = read_parquet(out, schemas.NEGATIVES, columns=["fills", "chunks"])
+        stats["domain_vocabulary"] = domain_vocabulary_metrics(rows, corpus, reference, lang)
+    first = next(iter_batches(out, batch_size=5, schema=schemas.NEGATIVES), pd.DataFrame())
+    log.info(
+        "%d anchors -> %d negatives (%.2f per anchor with any); %d without noun chunk",
+        stats["sentences_in"],
+        stats["negatives"],
+        stats["negatives_per_anchor"],
+        stats["skipped_no_chunk"],
+    )
+    return {
+        **stats,
+        "model": info.get("model"),
+        "filler": "causal_lm" if causal else "t5",
+        "stand_in": bool(info.get("stand_in", False)),
+        "paper_model": False if causal else info.get("paper_model"),
+        "adapted": bool(info.get("adapted", False)),
+        "chunker": PIPELINES[lang],
+        "lang": lang,
+        "n_shards": len(manifest["shards"]),
+        "examples": first.head(5)[["text", "masked", "negative"]].to_dict("records")
+        if len(first)
+        else [],
+    }

@@ -1,0 +1,129 @@
+"""One embedding job: score one encoder on one task from its embeddings alone, as the
+`evaluate` stage runs it.
+
+Jobs are named by task: `unsup_sts_en` / `unsup_sts_ja` (cosine STS, no training),
+`pi_en` / `pi_ja` (cosine-threshold paraphrase identification), and JCSE's domain tasks
+`jacsts` (clinical STS, cosine) and `qabot` (question retrieval). The fine-tuning tasks
+of the registry (`stsb`, `sicke`, `jnli`, …) are the `evaluate_finetune` stage's
+(`finetune_job`). The result is one JSON-able dict whose top-level `score` (and
+`score_std`) is what the summary table shows.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
+from paracl.parts.evaluation.jcse_readers import read_qabot
+from paracl.parts.evaluation.job_result import job_result
+from paracl.parts.evaluation.paraphrase_id import PI_SETS, evaluate_pi
+from paracl.parts.evaluation.retrieval import MAX_LENGTH, TITLES, evaluate_qabot
+from paracl.parts.evaluation.tasks import (  # the job registry lives with the task registry
+    EMBEDDING_JOBS,
+    FINETUNE_JOBS,
+    PI,
+    UNSUP,
+    job_info,
+    load_task_for,
+)
+from paracl.parts.evaluation.unsup_sts import evaluate_unsup_sts, jacsts_sets, sts_sets
+
+log = logging.getLogger(__name__)
+
+__all__ = ["EMBEDDING_JOBS", "PI", "UNSUP", "job_info", "run_job"]
+
+
+def run_job(
+    method: str,
+    task: str,
+    encoder_dir: str | Path,
+    cfg: dict,
+    seed: int,
+    device,
+    train_metrics: str | Path | None = None,
+) -> dict:
+    """Evaluate encoder `encoder_dir` (trained by `method`) on embedding job `task`.
+
+    `seed` draws every sample of the job (the same for every method); `train_metrics`
+    is the training stage's metrics file for this method, read only to name the base
+    model that ran.
+    """
+    if task not in EMBEDDING_JOBS:
+        hint = " (a fine-tuning task: stage evaluate_finetune)" if task in FINETUNE_JOBS else ""
+        raise KeyError(f"unknown embedding job {task!r}{hint} (known: {', '.join(EMBEDDING_JOBS)})")
+    info = job_info(task)
+    kinds = {"unsup_sts": _unsup_sts, "pi": _pi, "domain_sts": _jacsts, "retrieval": _qabot}
+    run = kinds[info["kind"]]
+    return job_result(
+        method, task, encoder_dir, train_metrics,
+        lambda: run(task, info["lang"], encoder_dir, cfg, seed, device),
+    )  # fmt: skip
+
+
+def _sample_note(cfg: dict, seed: int) -> str:
+    cap = cfg["max_eval_pairs"]
+    if cap is None:
+        return "whole sets"
+    return f"a seeded sample of at most {cap} pairs per set (seed {seed}, stratified)"
+
+
+def _unsup_sts(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+    sets = sts_sets(lang, cfg["raw_dir"])
+    cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
+    out = evaluate_unsup_sts(cache, sets, cfg["max_eval_pairs"], seed)
+    scores = {k: round(v["spearman"], 2) for k, v in out["sets"].items()}
+    log.info("unsup STS: %s (%.0f sentences/s)", scores, cache.speed()["sentences_per_second"])
+    note = f"official test splits of every set; {_sample_note(cfg, seed)}"
+    return {**out, "score": out["avg_spearman"], "score_std": 0.0, "official_split": True,
+            "split_note": note}  # fmt: skip
+
+
+def _jacsts(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+    """JACSTS (JCSE Table 6): cosine STS on the test pairs, as unsup_sts; the dev pairs'
+    Spearman (`dev_score`) is the one to select a model or checkpoint by."""
+    cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
+    out = evaluate_unsup_sts(cache, jacsts_sets(cfg["raw_dir"]), cfg["max_eval_pairs"], seed)
+    out.pop("avg_spearman")  # of test and dev: not a number to report
+    test, dev = out["sets"]["test"], out["sets"]["dev"]
+    log.info("JACSTS: test %.2f, dev %.2f", test["spearman"], dev["spearman"])
+    note = f"the JCSE authors' dev/test split; {_sample_note(cfg, seed)}, by gold score"
+    return {**out, "score": test["spearman"], "score_std": 0.0, "dev_score": dev["spearman"],
+            "official_split": True, "split_note": note}  # fmt: skip
+
+
+def _qabot(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+    """QAbot (JCSE Table 6): retrieval in the 20 pools, texts cut to 64 tokens as the
+    authors' evaluator cuts them; `score` is MAP, `breakdown` Table 6's four metrics.
+    max_eval_pairs caps the shared pool's questions (every relevant one kept)."""
+    model = load_encoder(encoder_dir, device)
+    model.max_seq_length = MAX_LENGTH
+    cache = EmbeddingCache(model, cfg["encode_batch_size"])
+    pools = read_qabot(Path(cfg["raw_dir"]) / "jcse" / "QAbot")
+    out = evaluate_qabot(cache, pools, cfg["max_eval_pairs"], seed)
+    log.info("QAbot: %s (%.0f sentences/s)", out["metrics"], cache.speed()["sentences_per_second"])
+    breakdown = {TITLES[k]: v for k, v in out["metrics"].items()}
+    sample = out["sample"]
+    note = "the authors' 20 pools, whole" if sample["questions"] == sample["of"] else (
+        f"the authors' 20 pools cut to {sample['questions']} of their {sample['of']} questions: "
+        f"every relevant one and a seeded sample of the rest (seed {seed})")  # fmt: skip
+    return {**out, "score": out["metrics"]["map"], "score_std": 0.0, "breakdown": breakdown,
+            "official_split": True, "split_note": note}  # fmt: skip
+
+
+def _pi(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+    cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
+    sets = {
+        name: evaluate_pi(cache, load_task_for(name, cfg, seed), cfg["max_eval_pairs"], seed)
+        for name in PI_SETS[lang]
+    }
+    tests = "; ".join(f"{k}: test = {v['provenance']['test']}" for k, v in sets.items())
+    return {
+        "sets": sets,
+        "score": float(np.mean([s["accuracy"] for s in sets.values()])),
+        "score_std": 0.0,
+        "official_split": all(s["official_split"] for s in sets.values()),
+        "split_note": f"{tests}; {_sample_note(cfg, seed)}",
+    }

@@ -1,0 +1,105 @@
+"""One fine-tuning job: fine-tune an encoder on a task of the registry (`stsb`, `sicke`,
+`jnli`, …) over the fine-tuning seeds and score it, as the `evaluate_finetune` stage
+runs it (evaluate.finetune_tasks × the runs of evaluate.finetune_methods).
+
+The splits are the paper's where the files exist offline (else a seeded, recorded
+re-split); `max_train` / `max_dev` / `max_test` cap them to seeded samples, the same for
+every method, so a fine-tuned column compares methods on the same pairs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from paracl.core.io import read_json
+from paracl.parts.evaluation.job_result import job_result
+from paracl.parts.evaluation.sample import sample_rows
+from paracl.parts.evaluation.tasks import FINETUNE_JOBS, TaskData, get_task, load_task_for
+from paracl.parts.finetune.tuning import FinetuneConfig, finetune_task
+
+
+def run_finetune_job(
+    method: str,
+    task: str,
+    encoder_dir: str | Path,
+    cfg: dict,
+    seed: int,
+    device,
+    train_metrics: str | Path | None = None,
+) -> dict:
+    """Fine-tune encoder `encoder_dir` (trained by `method`) on `task`; `seed` draws the
+    splits' samples, `finetune_seeds` the fine-tuning seeds; `cfg` is the evaluate
+    section with the top-level `precision` added."""
+    if task not in FINETUNE_JOBS:
+        raise KeyError(f"unknown fine-tuning task {task!r} (known: {', '.join(FINETUNE_JOBS)})")
+    seeds = finetune_seeds(cfg, train_metrics)
+    return job_result(
+        method,
+        task,
+        encoder_dir,
+        train_metrics,
+        lambda: _finetune(task, encoder_dir, cfg, seed, device, seeds),
+    )
+
+
+def finetune_seeds(cfg: dict, train_metrics: str | Path | None) -> list[int]:
+    """evaluate.seeds, or evaluate.baseline_seeds for a run that trained nothing (its
+    training metrics say loss none). A trained method's spread comes from its training
+    seeds; the base's fine-tuned score has no other spread than its fine-tuning seeds."""
+    baseline = cfg.get("baseline_seeds")
+    if baseline and train_metrics and Path(train_metrics).exists():
+        if read_json(train_metrics).get("loss") == "none":
+            return list(baseline)
+    return list(cfg["seeds"])
+
+
+def _cap(data: TaskData, caps: dict[str, int | None], seed: int) -> dict:
+    """A seeded sample of each split in `caps` (same for every method and fine-tuning
+    seed), stratified by label for classes and by genre where a set has one; the records.
+    A capped test split is a sample of the whole set, never its first rows."""
+    records = {}
+    by = "label" if data.task.kind == "classification" else None
+    for split, cap in caps.items():
+        df = getattr(data, split)
+        strata = by or ("genre" if "genre" in df.columns else None)
+        sample, records[split] = sample_rows(df, cap, seed, strata)
+        if len(sample) < len(df):
+            setattr(data, split, sample)
+            data.provenance[split] += f"; capped to a seeded sample of {cap}"
+    return records
+
+
+def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[int]) -> dict:
+    t = get_task(task)
+    data = load_task_for(task, cfg, seed)
+    caps = {"train": cfg["max_train"], "dev": cfg["max_dev"], "test": cfg.get("max_test")}
+    samples = _cap(data, caps, seed)
+    ft = FinetuneConfig(
+        epochs=cfg["epochs"] or t.epochs,
+        lr=cfg["lr"] or t.lr,
+        batch_size=cfg["batch_size"] or t.batch_size,
+        max_length=cfg["max_seq_length"],  # fine-tuning only; embedding tasks: as saved
+        patience=cfg["patience"],
+        precision=cfg.get("precision", FinetuneConfig.precision),  # top-level, in by the stage
+        train_layers=cfg.get("train_layers"),
+        length_grouping=cfg.get("length_grouping", FinetuneConfig.length_grouping),
+        mini_batch_size=cfg.get("mini_batch_size", FinetuneConfig.mini_batch_size),
+        head=cfg.get("finetune_head", FinetuneConfig.head),
+    )
+    out = finetune_task(encoder_dir, data, ft, seeds, device)
+    paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size, "source": t.hp_source}
+    note = "the paper's splits" if data.official_split else "; ".join(
+        f"{k}: {v}" for k, v in data.provenance.items())  # fmt: skip
+    return {
+        **out,
+        "score": out["test"]["mean"],
+        "score_std": out["test"]["std"],
+        "dev_score": out["dev"]["mean"],
+        "official_split": data.official_split,
+        "provenance": data.provenance,
+        "sizes": data.sizes(),
+        "paper_sizes": dict(zip(("train", "dev", "test"), t.paper_sizes or (), strict=False)),
+        "samples": samples,
+        "paper_hyperparameters": paper,
+        "split_note": note,
+    }

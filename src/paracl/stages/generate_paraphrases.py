@@ -1,0 +1,159 @@
+"""Controlled paraphrases for a corpus sample, shard by shard (stages/generate_paraphrases.py).
+
+Runs through paracl.core.distributed.sharded.map_shards as a model stage: each worker (a Ray
+actor on `executor: ray`, the driver process locally) loads the paraphraser and the STS
+scorer once (`init_worker`, from directories every node can read) and `generate_shard`
+handles whole shards of `shard_size` sentences, all requested tag pairs of a shard
+together (rows: shard by shard, tag-major within a shard). Each output is scored as the
+tagger scores candidates (STS ×100, sentence BLEU ×100). The untagged baseline (tags "")
+runs the same way into an artifact of its own, so that train_contrastive never takes its
+rows for controlled paraphrases. Output bytes depend on
+shard_size, not on the engine. A module of its own so that the training stage, which
+uses paracl.parts.paraphraser, does not depend on the sharding code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from paracl.core import schemas
+from paracl.core.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
+from paracl.core.io import fingerprint, input_checksum
+from paracl.core.params import ParamsError
+from paracl.core.sampling import iter_sample
+from paracl.parts.paraphraser import generate
+
+
+def settings(cfg: dict) -> dict:
+    """The generate_paraphrases params `generate` takes (beams, length window, batching);
+    a window whose minimum exceeds its maximum is a params error."""
+    if cfg["min_ratio"] > cfg["max_ratio"]:
+        raise ParamsError("params.yaml: 'generate_paraphrases.min_ratio' exceeds 'max_ratio'")
+    return {k: cfg[k] for k in ("num_beams", "min_ratio", "max_ratio", "batch_size", "max_length")}
+
+
+def generate_sharded(
+    corpus: str | Path,
+    model_dir: str | Path,
+    scorer_dir: str | Path,
+    out: str | Path,
+    params: dict,
+    info: dict,
+    tags: Sequence[str],
+    run: bool = True,
+) -> tuple[dict, int]:
+    """Every tag pair in `tags` for the seeded `max_sentences` sample of the corpus, into
+    the shard directory `out` (resuming a crashed run); return (its manifest, sentences
+    read). `info` is the model's INFO_FILE: an untrained paraphraser (or `run` False)
+    reads no sentence and writes an empty artifact.
+
+    The sample is drawn from the id column alone and (id, text) is streamed, so the
+    driver holds the corpus ids while drawing, then only the shards in flight.
+    """
+    cfg, lang, seed = params["generate_paraphrases"], params["lang"], params["seed"]
+    inputs = [input_checksum(p) for p in (corpus, model_dir, scorer_dir)]
+    run = run and info["trained"]
+    sample = iter_sample(corpus, cfg["max_sentences"], seed) if run else ()
+    sentences = CountedShards(stream_shards(sample, cfg["shard_size"]))
+    manifest = map_shards(
+        generate_shard,
+        sentences,
+        out=out,
+        schema=schemas.GENERATED_PARAPHRASES,
+        key=fingerprint(
+            cfg, seed, lang, params["device"], params["precision"], list(tags), *inputs
+        ),
+        engine=Engine.from_params(params),
+        metadata={"params": cfg, "paraphraser": info},
+        model=True,
+        init=init_worker if run else None,
+        init_args=(
+            str(Path(model_dir).resolve()),
+            str(Path(scorer_dir).resolve()),
+            params["device"],
+            lang,
+            list(tags),
+            {**settings(cfg), "precision": params["precision"]},  # generate's keyword arguments
+            cfg["threads"],
+        ),
+        desc="generate shards",
+    )
+    return manifest, sentences.rows
+
+
+_STATE: dict = {}  # per worker process: the paraphraser, its tokenizer, the STS scorer
+
+
+def init_worker(
+    model_dir: str,
+    scorer_dir: str,
+    device: str,
+    lang: str,
+    tags: Sequence[str],
+    gen: dict,
+    threads: int | None = None,
+) -> None:
+    """Load the paraphraser and the STS scorer once per worker (a Ray actor, or the
+    driver process locally), from directories this worker can read, on `threads` torch
+    threads (small models on shared cores run many times faster on one)."""
+    from paracl.core.device import select_device
+    from paracl.core.models import check_model_dir
+    from paracl.parts import paraphraser, sts_scorer
+
+    check_model_dir(model_dir)
+    check_model_dir(scorer_dir)
+    if threads:
+        torch.set_num_threads(threads)
+    dev = select_device(device)
+    model, tokenizer = paraphraser.load(model_dir, dev)
+    _STATE.clear()
+    _STATE.update(
+        tokenizer=tokenizer,
+        model=model,
+        scorer=sts_scorer.load_scorer(scorer_dir, str(dev)),
+        device=dev,
+        lang=lang,
+        tags=list(tags),
+        gen=dict(gen),
+    )
+
+
+def generate_shard(frame: pd.DataFrame, index: int) -> pd.DataFrame:
+    """map_shards fn: every requested tag pair for one shard of (id, text) rows, scored
+    like the tagger scores candidates (STS ×100, sentence BLEU ×100); tag-major rows."""
+    from paracl.parts import sts_scorer
+    from paracl.parts.tags import tagging
+
+    tokenizer, model, scorer = _STATE["tokenizer"], _STATE["model"], _STATE["scorer"]
+    texts = frame["text"].tolist()
+    n_in = np.array(
+        [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts], dtype=np.int32
+    )
+    rows = []
+    for tags in _STATE["tags"]:
+        outputs, counts = generate(
+            model, tokenizer, texts, tags, device=_STATE["device"], **_STATE["gen"]
+        )
+        sim, bleu = tagging.score_pairs(
+            texts, outputs, lambda pairs: sts_scorer.predict(scorer, pairs), _STATE["lang"]
+        )
+        rows.append(
+            pd.DataFrame(
+                {
+                    "id": frame["id"].tolist(),
+                    "text": texts,
+                    "paraphrase": outputs,
+                    "tags": tags,
+                    "sim": sim,
+                    "bleu": bleu,
+                    "n_input_tokens": n_in,
+                    "n_output_tokens": np.array(counts, dtype=np.int32),
+                }
+            )
+        )
+    return pd.concat(rows, ignore_index=True)

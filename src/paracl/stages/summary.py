@@ -1,0 +1,524 @@
+"""The summary table: methods × tasks with an Avg. column, laid out like Table 3 of the
+PPDB paper (rows = methods, columns = tasks grouped as Retrieval / Similarity / RTE /
+Paraphrase), as JSON for `dvc metrics` and as Markdown for people.
+
+Every cell names what it rests on: the mean over seeds with the seeds' standard
+deviation beside it, a dagger where the split is not the official one (a seeded
+re-split of what exists offline), and one line per method naming the base model that
+ran. Missing or skipped jobs show as "n/a" with the reason in a note.
+
+Seeds: a method trained with several seeds is several runs of train_contrastive.runs,
+each naming its method (`run_groups`); they make one row whose cells are the mean
+± standard deviation over those training seeds. Each row then also gets its difference
+to `none` on Avg. and a two-sided one-sample t-test of the per-seed differences (is the
+mean difference over seeds zero?). `none` trains nothing, so on cosine scores it has one
+exact value, and pairing by seed reduces to comparing each seed's run with it. Fine-tuning
+adds noise of its own: where `none` was fine-tuned with several seeds
+(evaluate.baseline_seeds), its fine-tuned average is a sample too, one value per
+fine-tuning seed, and the difference is tested with Welch's two-sample t-test instead. A
+difference "holds" when p < 0.05 and every seed moves the same way.
+
+The papers' claims: each paper says its method beats another on Avg. (CLAIMS). Where both
+methods are rows, the summary compares them: the difference of their seed means and
+Welch's two-sample t-test over their seeds (two methods' runs are independent, so there
+is nothing to pair). A claim "holds" when p < 0.05 and the difference has the paper's sign.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from paracl.core.io import read_json
+from paracl.core.tables import header_cells, markdown_table
+from paracl.parts.evaluation.tasks import job_info
+
+GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")
+ALPHA = 0.05  # significance level of the t-test over seeds
+TEST = "two-sided one-sample t-test over training seeds of (method − none) on Avg."
+SPREAD_TEST = (
+    "where none has several fine-tuning seeds (its fine-tuned average), Welch's two-sided "
+    "two-sample t-test of the method's training seeds against none's fine-tuning seeds"
+)
+CLAIM_TEST = (
+    "Welch's two-sided two-sample t-test over the two methods' seeds (training seeds; a "
+    "one-run row fine-tuned with several seeds: its fine-tuning seeds)"
+)
+# Each column counts towards one measure: the mean of the fine-tuned tasks, or of the
+# rest (cosine STS, cosine PI, the domain sets), which no fine-tuning touches.
+MEASURES = {"unsup": "Unsup. avg", "finetune": "Fine-tuned avg"}
+# (the paper's claim, the method it is about, the method it should beat, and on what: the
+# paper's own kind of task; PPDB's Table 3 and EBSIM's matching are fine-tuned, the
+# round-trip paper's Table 3 and JCSE's STS are cosine STS)
+CLAIMS = (
+    ("PPDB Table 3: PPDB positives above unsupervised SimCSE", "ppdb", "simcse_unsup",
+     "finetune"),
+    ("PPDB Table 3: PPDB positives above supervised SimCSE", "ppdb", "simcse_sup", "finetune"),
+    ("Round trip Table 3: SimCSE with <BLEU0_5> paraphrases above SimCSE",
+     "paraphraser_bleu0_5", "simcse_unsup", "unsup"),
+    ("Round trip Table 3: SimCSE with <BLEU20> paraphrases above SimCSE",
+     "paraphraser_bleu20", "simcse_unsup", "unsup"),
+    ("Round trip Table 3: SimCSE with <BLEU40> paraphrases above SimCSE",
+     "paraphraser_bleu40", "simcse_unsup", "unsup"),
+    ("Round trip Table 3: SimCSE above SimCSE with a greedy round trip", "simcse_unsup",
+     "roundtrip_greedy", "unsup"),
+    ("JCSE: two-stage training above stage one alone", "jcse_two_stage", "jcse", "unsup"),
+    ("EBSIM Table 5: both aspects (RA + AA) above RA alone", "ebsim", "ebsim_no_aa",
+     "finetune"),
+    # the domain presets (presets/jcse-*.yaml) name their methods so that these show there only
+    ("JCSE §3.2: negatives of the domain-adapted filler above the unadapted one's", "jcse",
+     "jcse_unadapted", "unsup"),
+    ("JCSE Table 6: in-domain JCSE above SimCSE on Wikipedia", "jcse", "simcse_wiki", "unsup"),
+    ("JCSE Table 6: SimCSE on Wikipedia + in-domain above Wikipedia alone",
+     "simcse_wiki_domain", "simcse_wiki", "unsup"),
+)  # fmt: skip
+NOT_RUN = "not run for this method (evaluate.finetune_methods)"
+NO_FILE = "not run (no metrics file)"
+
+
+def measure_of(task: str) -> str:
+    """The measure a column counts towards (MEASURES)."""
+    return "finetune" if job_info(task)["kind"] == "finetune" else "unsup"
+
+
+def load_results(
+    metrics_dir: str | Path, runs: list[str], tasks: list[str], only: dict | None = None
+) -> dict:
+    """{run: {task: result dict or None}} from metrics/eval/<run>/<task>.json. `only`:
+    {task: the runs it is run for} (evaluate.finetune_tasks: evaluate.finetune_runs); any
+    other run's cell says so instead of reading a file (a stale one may lie there)."""
+    out: dict = {}
+    for r in runs:
+        out[r] = {}
+        for t in tasks:
+            if only and t in only and r not in only[t]:
+                out[r][t] = {"skipped": NOT_RUN, "score": None, "not_run": True}
+                continue
+            path = Path(metrics_dir) / r / f"{t}.json"
+            out[r][t] = read_json(path) if path.exists() else None
+    return out
+
+
+def run_groups(runs: dict[str, dict]) -> dict[str, list[str]]:
+    """{method: [its runs]} in params order, from train_contrastive.runs (each run names its
+    method), e.g. {"ppdb": ["ppdb_s1", "ppdb_s2", "ppdb_s3"]}: one row per method."""
+    rows: dict[str, list[str]] = {}
+    for name, run in runs.items():
+        rows.setdefault(run["method"], []).append(name)
+    return rows
+
+
+def ordered_tasks(tasks: list[str]) -> list[str]:
+    """Tasks in Table 3's group order (stable within a group)."""
+    rank = {g: i for i, g in enumerate(GROUP_ORDER)}
+    return sorted(tasks, key=lambda t: rank.get(job_info(t)["group"], len(rank)))
+
+
+def _mean(values: list) -> float | None:
+    return float(np.mean(values)) if values and all(v is not None for v in values) else None
+
+
+def _entry_row(per_task: dict, tasks: list[str], use: list[str]) -> dict:
+    """One trained encoder's cells, Avg. and base model."""
+    cells, models = {}, set()
+    for t in tasks:
+        r = per_task.get(t)
+        if r is None:
+            cells[t] = {"score": None, "note": NO_FILE}
+            continue
+        if r.get("not_run"):
+            cells[t] = {"score": None, "note": r["skipped"], "not_run": True}
+            continue
+        base = (r.get("encoder") or {}).get("base_model") or {}
+        models.add(base.get("id", "unknown"))
+        cells[t] = {
+            "score": r.get("score"),
+            "std": r.get("score_std"),
+            "dev": r.get("dev_score"),
+            "n_seeds": (r.get("test") or {}).get("n") if r.get("kind") == "finetune" else None,
+            "official_split": r.get("official_split"),
+        }
+        if r.get("kind") == "finetune" and len(r.get("runs") or []) > 1:  # fine-tuning seeds
+            cells[t]["seed_scores"] = [run["test"][r["metric"]] for run in r["runs"]]
+        if r.get("skipped"):  # the reason a cell is empty; split notes stay per task
+            cells[t]["note"] = r["skipped"]
+        if r.get("kind") == "unsup_sts" and r.get("sets"):  # each set's Spearman (breakdown)
+            cells[t]["sets"] = {name: v.get("spearman") for name, v in r["sets"].items()}
+        if r.get("breakdown"):  # a job's own sub-scores (QAbot: MRR, MAP, P@1, P@5)
+            cells[t]["sets"] = dict(r["breakdown"])
+    finetuned = [t for t in use if job_info(t)["kind"] == "finetune"]
+    by_measure = {m: [cells[t]["score"] for t in tasks if measure_of(t) == m] for m in MEASURES}
+    return {
+        "tasks": cells,
+        "avg": _mean([cells[t]["score"] for t in use]) if use else None,
+        "dev_avg": _mean([cells[t].get("dev") for t in finetuned]) if finetuned else None,
+        "base_models": sorted(models),
+        "measures": {m: _mean(v) for m, v in by_measure.items() if v},
+    }
+
+
+def _seed_row(entries: dict[str, dict], tasks: list[str]) -> dict:
+    """Several seeds' rows as one: mean ± sd over the seeds, cell by cell."""
+    first = next(iter(entries.values()))
+    if len(entries) == 1:
+        return {**first, "runs": {name: e["avg"] for name, e in entries.items()}}
+    cells = {}
+    for t in tasks:
+        per_seed = [e["tasks"][t] for e in entries.values()]
+        scores = [c["score"] for c in per_seed]
+        if any(s is None for s in scores):
+            missing = next(c for c in per_seed if c["score"] is None)
+            cells[t] = {k: v for k, v in missing.items() if k in ("score", "note", "not_run")}
+            cells[t].setdefault("note", "not run")
+            absent = [n for n, c in zip(entries, per_seed, strict=True) if c.get("note") == NO_FILE]
+            if absent and any(s is not None for s in scores):  # a preset part-way through
+                cells[t]["note"] = (f"{len(scores) - len(absent)} of {len(scores)} seeds "
+                                    f"scored; not yet: {', '.join(absent)}")  # fmt: skip
+            continue
+        cells[t] = {
+            "score": float(np.mean(scores)),
+            "std": statistics.stdev(scores),
+            "dev": _mean([c.get("dev") for c in per_seed]),
+            "n_seeds": len(scores),
+            "official_split": first["tasks"][t].get("official_split"),
+        }
+        if all(c.get("sets") for c in per_seed):
+            by_set = {n: [c["sets"].get(n) for c in per_seed] for n in per_seed[0]["sets"]}
+            cells[t]["sets"] = {n: _mean(v) for n, v in by_set.items()}
+            cells[t]["sets_std"] = {n: statistics.stdev(v) for n, v in by_set.items()
+                                    if _mean(v) is not None}  # fmt: skip
+    avgs = [e["avg"] for e in entries.values()]
+    return {
+        "tasks": cells,
+        "avg": _mean(avgs),
+        "avg_std": statistics.stdev(avgs) if _mean(avgs) is not None else None,
+        "dev_avg": _mean([e["dev_avg"] for e in entries.values()]),
+        "base_models": sorted({m for e in entries.values() for m in e["base_models"]}),
+        "runs": {name: e["avg"] for name, e in entries.items()},
+    }
+
+
+def effect_vs(runs: dict[str, float | None], baseline: dict[str, float | None]) -> dict | None:
+    """Avg. difference of a method's seeds to the baseline's mean, with the t-test: one
+    sample of differences against one baseline value, Welch's test against a baseline
+    that is a sample itself (none's fine-tuning seeds)."""
+    base = _mean(list(baseline.values()))
+    if base is None or _mean(list(runs.values())) is None:
+        return None
+    diffs = [v - base for v in runs.values()]
+    out = {"diff": float(np.mean(diffs)), "n_seeds": len(diffs), "p": None, "holds": False}
+    if len(baseline) > 1:
+        out["n_baseline"] = len(baseline)
+    if len(diffs) > 1:
+        out["diff_std"] = statistics.stdev(diffs)
+        if len(baseline) > 1:
+            out["p"] = compare(runs, baseline)["p"]
+        elif out["diff_std"] > 0:
+            out["p"] = float(stats.ttest_1samp(diffs, 0.0).pvalue)
+        same_sign = all(d > 0 for d in diffs) or all(d < 0 for d in diffs)
+        out["holds"] = bool(out["p"] is not None and out["p"] < ALPHA and same_sign)
+    return out
+
+
+def compare(runs: dict[str, float | None], other: dict[str, float | None]) -> dict | None:
+    """Avg. of a method's seeds minus another's, with Welch's t-test (None: a score missing)."""
+    a, b = list(runs.values()), list(other.values())
+    if _mean(a) is None or _mean(b) is None:
+        return None
+    out = {"diff": _mean(a) - _mean(b), "n_seeds": [len(a), len(b)], "p": None, "holds": False}
+    if len(a) > 1 and len(b) > 1 and (statistics.stdev(a) > 0 or statistics.stdev(b) > 0):
+        out["p"] = float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+        out["holds"] = bool(out["p"] < ALPHA and out["diff"] > 0)
+    return out
+
+
+def _measure_sample(entries: dict[str, dict], tasks: list[str], on: str) -> dict:
+    """A row's values of one measure: one per training seed; a row of one run fine-tuned
+    with several seeds (none with evaluate.baseline_seeds, a paper preset's method): one
+    per fine-tuning seed, the average over the fine-tuned columns of that seed's scores."""
+    if on == "finetune" and len(entries) == 1:
+        [(name, entry)] = entries.items()
+        per_seed = [entry["tasks"][t].get("seed_scores") for t in tasks if measure_of(t) == on]
+        if per_seed and all(per_seed) and len({len(s) for s in per_seed}) == 1:
+            by_seed = zip(*per_seed, strict=True)
+            return {f"{name}/ft{i + 1}": _mean(list(v)) for i, v in enumerate(by_seed)}
+    return {n: e["measures"].get(on) for n, e in entries.items()}
+
+
+def measure(runs: dict[str, float | None]) -> dict:
+    """One measure of a row: its runs' values, their mean and sd (None: a value missing)."""
+    values = list(runs.values())
+    mean = _mean(values)
+    std = statistics.stdev(values) if mean is not None and len(values) > 1 else None
+    return {"avg": mean, "avg_std": std, "runs": dict(runs)}
+
+
+def claims(rows: dict[str, dict]) -> list[dict]:
+    """The CLAIMS whose two methods are both rows, each compared on its paper's measure;
+    one the run cannot test (no such column, or a row without it) says why."""
+    out = []
+    for claim, method, other, on in CLAIMS:
+        if method not in rows or other not in rows:
+            continue
+        head = {"claim": claim, "method": method, "other": other, "measure": on}
+        a, b = (rows[m].get("measures", {}).get(on) for m in (method, other))
+        result = compare(a["runs"], b["runs"]) if a and b else None
+        if result is None:
+            out.append({**head, "untested": _untested(on, {method: a, other: b})})
+        else:
+            out.append({**head, **result})
+    return out
+
+
+def _untested(on: str, values: dict[str, dict | None]) -> str:
+    """Why a claim has no test: a method without the measure's column, or seeds unscored."""
+    if not all(values.values()):
+        return f"no {MEASURES[on].lower().removesuffix(' avg')} column for both methods"
+    waiting = [m for m, v in values.items() if any(x is None for x in v["runs"].values())]
+    return f"not every seed scored yet: {', '.join(waiting)}"
+
+
+def build_summary(
+    results: dict,
+    tasks: list[str],
+    avg_over: str = "finetune",
+    groups: dict[str, list[str]] | None = None,
+) -> dict:
+    """The summary as JSON-able data: per row (a method over its seeds) per task
+    score/std/official, Avg., and the difference to `none`."""
+    tasks = ordered_tasks(tasks)
+    use = [t for t in tasks if avg_over == "all" or job_info(t)["kind"] == "finetune"]
+    entries = {name: _entry_row(per_task, tasks, use) for name, per_task in results.items()}
+    groups = groups or {name: [name] for name in results}
+    kinds = [m for m in MEASURES if any(measure_of(t) == m for t in tasks)]
+    rows = {}
+    for row, names in groups.items():
+        present = {n: entries[n] for n in names if n in entries}
+        if present:
+            rows[row] = _seed_row(present, tasks)
+            rows[row]["measures"] = {m: measure(_measure_sample(present, tasks, m)) for m in kinds}
+    if "none" in rows:
+        # one kind of column: Avg. is that measure, so none's sample is the measure's
+        base = rows["none"]["measures"][kinds[0]]["runs"] if kinds == ["finetune"] else None
+        for name, row in rows.items():
+            if name != "none":
+                row["vs_none"] = effect_vs(row["runs"], base or rows["none"]["runs"])
+                for m, value in row["measures"].items():
+                    value["vs_none"] = effect_vs(value["runs"], rows["none"]["measures"][m]["runs"])
+    return {
+        "columns": [{"task": t, **job_info(t)} for t in tasks],
+        "measures": kinds,
+        "avg_over": avg_over,
+        "test": TEST,
+        "methods": rows,
+        "claims": claims(rows),
+        "claim_test": CLAIM_TEST,
+    }
+
+
+def scores(summary: dict) -> dict:
+    """Each method's row of the table as the few numbers dvc.yaml declares as the summary's
+    metrics (metrics/scores.json; summary.json, with every set, seed and note, is a plain
+    output): Avg. (± sd over seeds), the dev average, each column's score and the
+    difference to none, with its p and whether it holds where seeds test it. A value the
+    run has not got is left out, not written as null: `dvc exp show` gets no empty column."""
+    out = {}
+    for name, row in summary["methods"].items():
+        values = {key: row.get(key) for key in ("avg", "avg_std", "dev_avg")}
+        values |= {task: cell.get("score") for task, cell in row["tasks"].items()}
+        effect = row.get("vs_none") or {}
+        tested = ("diff", "p", "holds") if effect.get("p") is not None else ("diff",)
+        values["vs_none"] = {key: effect[key] for key in tested if effect.get(key) is not None}
+        out[name] = {key: value for key, value in values.items() if value not in (None, {})}
+    return out
+
+
+def format_p(p: float) -> str:
+    """A p-value to three places; below 0.001 as "<0.001", since "0.000" reads as zero."""
+    return "<0.001" if p < 0.0005 else f"{p:.3f}"
+
+
+def _signed(value: float, fmt: str) -> str:
+    return ("+" if value >= 0 else "−") + fmt.format(abs(value))
+
+
+def _avg_blocks(summary: dict) -> list[tuple[str, str | None]]:
+    """The average columns after the tasks: (title, measure) each. One `Avg.` (avg_over)
+    where the table has one kind of column; with fine-tuned and other columns, one average
+    of each (a method without the fine-tuned column still has the other)."""
+    kinds = summary.get("measures") or []
+    if len(kinds) > 1:
+        return [(MEASURES[m], m) for m in kinds]
+    return [("Avg.", None)]
+
+
+def _avg_cells(row: dict, on: str | None, fmt: str, with_effect: bool, seeded: bool) -> list:
+    """A row's average (± sd over seeds) and, beside `none`, its Δ and p cells."""
+    value = row if on is None else row["measures"][on]
+    text = fmt.format(value["avg"]) if value.get("avg") is not None else "n/a"
+    if value.get("avg_std") is not None:
+        text += " ± " + fmt.format(value["avg_std"])
+    if not with_effect:
+        return [text]
+    return [text, *_effect_cells(value.get("vs_none"), fmt, seeded)]
+
+
+def _task_cell(cell: dict, fmt: str) -> str:
+    text = fmt.format(cell["score"])
+    if cell.get("n_seeds") and cell["n_seeds"] > 1:
+        text += " ± " + fmt.format(cell["std"])
+    return text + (" †" if cell["official_split"] is False else "")
+
+
+def to_markdown(summary: dict, decimals: int = 1, marks: dict[str, str] | None = None) -> str:
+    """Table-3-style Markdown: a header row (each task under its group), one row per
+    method, then (with a `none` row) the difference to it and the test over seeds. `marks`
+    puts a note mark after a method's name (the report's pre-fix marks)."""
+    cols, rows = summary["columns"], summary["methods"]
+    fmt = f"{{:.{decimals}f}}"
+    seeded = any(len(r.get("runs", {})) > 1 for r in rows.values())
+    with_effect = "none" in rows
+    effect = (["Δ vs none", "p (seeds)"] if seeded else ["Δ vs none"]) if with_effect else []
+    blocks = _avg_blocks(summary)
+    if len(blocks) == 1:  # the one Avg. keeps its long-standing header
+        effect = [e.replace("Δ vs", "Δ Avg. vs") for e in effect]
+    titles = [f"{c['title']} ({c['metric']})" for c in cols]
+    header = ["Method", *header_cells(titles, [c["group"] for c in cols])]
+    for title, _ in blocks:
+        header += [title, *effect]
+    body, notes, daggers, not_run = [], [], False, False
+    for method, row in rows.items():
+        n_runs = len(row.get("runs", {}))
+        name = f"{method} {(marks or {}).get(method, '')}".strip()
+        cells = [f"{name} ({n_runs} seeds)" if n_runs > 1 else name]
+        for c in cols:
+            cell = row["tasks"][c["task"]]
+            if cell["score"] is None:
+                not_run |= bool(cell.get("not_run"))
+                cells.append("—" if cell.get("not_run") else "n/a")
+                if not cell.get("not_run"):
+                    notes.append(f"- {method} / {c['task']}: {cell['note']}")
+                continue
+            daggers |= cell["official_split"] is False
+            cells.append(_task_cell(cell, fmt))
+        for _, on in blocks:
+            cells += _avg_cells(row, on, fmt, with_effect, seeded)
+        body.append(cells)
+    lines = [markdown_table(header, body), "", _legend_line(summary, blocks)]
+    if seeded and effect:
+        lines.append(f"p: {summary['test']}; **bold** where p < {ALPHA} and every seed "
+                     "moves the same way (the difference holds across seeds).")  # fmt: skip
+        if _baseline_has_spread(rows):
+            lines.append(f"p beside none's fine-tuned average: {SPREAD_TEST}.")
+    if not_run:
+        lines.append(f"— {NOT_RUN}.")
+    if daggers:
+        lines.append("† not the official split: a seeded re-split of what exists offline "
+                     "(see split_note in metrics/eval/<method>/<task>.json).")  # fmt: skip
+    lines += _breakdowns(summary, fmt) + _claims(summary, fmt)
+    lines += ["", "Base model that ran, per method:", ""]
+    lines += [f"- {m}: {', '.join(r['base_models']) or 'unknown'}" for m, r in rows.items()]
+    if notes:
+        lines += ["", "Missing cells:", "", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def _baseline_has_spread(rows: dict) -> bool:
+    none = rows.get("none", {}).get("measures", {}).get("finetune")
+    return bool(none and len(none["runs"]) > 1)
+
+
+def _legend_line(summary: dict, blocks: list) -> str:
+    head = "Scores ×100; mean over seeds ± standard deviation where n > 1."
+    head += _one_group(summary)
+    if len(blocks) > 1:
+        return (f"{head} {MEASURES['unsup']}: the columns without fine-tuning; "
+                f"{MEASURES['finetune']}: the fine-tuned ones; Δ and p of each against none.")  # fmt: skip
+    over = "fine-tuned tasks" if summary["avg_over"] == "finetune" else "all columns"
+    return f"{head} Avg. over {over}."
+
+
+def _one_group(summary: dict) -> str:
+    """ " Every task column: <group>." where the header cells do not name one (one group)."""
+    groups = {c["group"] for c in summary["columns"]}
+    return f" Every task column: {groups.pop()}." if len(groups) == 1 else ""
+
+
+SET_ORDER = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
+
+
+def _breakdowns(summary: dict, fmt: str) -> list[str]:
+    """One more table per unsupervised STS column: each set's Spearman (± sd over seeds),
+    as SimCSE's Table 5 lays them out, so a reader sees where an average moved."""
+    lines = []
+    for col in summary["columns"]:
+        rows = {m: r["tasks"][col["task"]] for m, r in summary["methods"].items()}
+        with_sets = [c["sets"] for c in rows.values() if c.get("sets")]
+        if not with_sets:
+            continue
+        names = sorted(with_sets[0], key=lambda n: (SET_ORDER + (n,)).index(n))
+        by = "metric (×100)" if col["kind"] == "retrieval" else f"set ({col['metric']} ×100)"
+        table = []
+        for method, cell in rows.items():
+            if not cell.get("sets"):
+                continue
+            sds = cell.get("sets_std") or {}
+            table.append([method, *(
+                ("n/a" if cell["sets"].get(n) is None else fmt.format(cell["sets"][n]))
+                + (f" ± {fmt.format(sds[n])}" if n in sds else "") for n in names)])  # fmt: skip
+        lines += ["", f"{col['title']} by {by}:", "", markdown_table(["Method", *names], table)]
+    return lines
+
+
+def _claims(summary: dict, fmt: str) -> list[str]:
+    """The papers' claims that this run can check, one line each, on each paper's measure;
+    those it cannot (a fine-tuned claim without a fine-tuned column) listed after."""
+    found = summary.get("claims") or []
+    tested = [c for c in found if "untested" not in c]
+    if not found:
+        return []
+    lines = ["", "The papers' claims, each on its paper's kind of task:", ""]
+    titles = {m: title for title, m in _avg_blocks(summary)}  # "On": the table's own column
+    if tested:  # no table header without a row
+        table = []
+        for c in tested:
+            on = titles.get(c.get("measure"), "Avg.")
+            diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
+            p = "n/a" if c["p"] is None else format_p(c["p"])
+            table.append([c["claim"], on, diff, p, verdict(c)])
+        lines.append(markdown_table(["Claim", "On", "Δ", "p", "Verdict"], table))
+        lines += ["", f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0; "
+                  "not testable: fewer than 2 seeds on a side."]  # fmt: skip
+    untested = [f"- {c['claim']} ({c['untested']})." for c in found if "untested" in c]
+    return lines + (["", "Not tested here:", "", *untested] if untested else [])
+
+
+def verdict(claim: dict) -> str:
+    """A tested claim's verdict: fewer than two seeds on either side cannot be tested (its
+    p is undefined), which is not the same as a claim that does not hold."""
+    n = min(claim.get("n_seeds") or [0])
+    if n < 2:
+        return f"not testable (n = {n})"
+    return "holds" if claim["holds"] else "does not hold"
+
+
+def _effect_cells(effect: dict | None, fmt: str, seeded: bool) -> list[str]:
+    """The Δ (± sd over seeds) and p cells of one row ('' for none itself)."""
+    if effect is None:
+        return [""] * (2 if seeded else 1)
+    diff = _signed(effect["diff"], fmt)
+    if effect.get("diff_std") is not None:
+        diff += " ± " + fmt.format(effect["diff_std"])
+    if effect["holds"]:
+        diff = f"**{diff}**"
+    if not seeded:
+        return [diff]
+    p = (
+        "n/a (1 seed)"
+        if effect["n_seeds"] < 2
+        else (format_p(effect["p"]) if effect["p"] is not None else "n/a (no spread)")
+    )
+    return [diff, p]

@@ -1,0 +1,173 @@
+"""One method's whole training run, as the train_contrastive stage performs it: on one
+process or relaunched under torchrun, resumable from checkpoints, with its curves.
+
+On N processes (one per GPU, or CPU processes with gloo) the outputs are the same:
+`train_contrastive.processes: N` makes the stage relaunch itself under torchrun (the DVC
+cmd stays the same); rank 0 evaluates and writes (paracl.parts.training.parallel).
+
+Resumable: training state is saved beside the encoder (`<encoder>.partial-<key>/`) every
+`checkpoint_every` steps and on SIGTERM (then the stage exits with status 143); a rerun
+with the same params and inputs continues from it (paracl.parts.training.checkpoint).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from paracl.core.errors import InputError
+from paracl.core.io import atomic_dir
+from paracl.core.key_figures import write_metrics
+from paracl.core.models import ModelNotFoundError, resolve_model
+from paracl.core.plots import png_figure
+from paracl.parts.training import parallel
+from paracl.parts.training.checkpoint import Checkpoint, TrainingInterrupted, key_on_main, run_key
+from paracl.parts.training.dev import DEV_SETS
+from paracl.parts.training.methods import MethodSpec, train_method
+
+log = logging.getLogger(__name__)
+# dvc.yaml's metrics of train_contrastive (paracl.core.key_figures): the best dev score
+KEY_FIGURES = ("dev_spearman",)
+
+History = dict[str, list[tuple[int, float]]]
+
+
+def run_method(spec: MethodSpec, params: dict, encoder: Path, metrics: Path, curves: Path) -> None:
+    """Train `spec` and write the encoder, its metrics JSON and its curves (dvclive TSVs +
+    curves.png), relaunching under torchrun when `train_contrastive.processes` > 1."""
+    cfg = train_config(params)
+    processes = parallel.env_world_size() if parallel.under_launcher() else cfg["processes"]
+    if processes > 1 and not parallel.under_launcher():
+        cmd = parallel.relaunch_command(processes, sys.argv)
+        log.info("relaunching on %d processes: %s", processes, " ".join(cmd))
+        code = _relaunch(cmd)
+        if code:
+            sys.exit(code)
+        return
+    seed = spec.seed if spec.seed is not None else params["seed"]
+    dev = DEV_SETS[params["lang"]]
+    with parallel.process_group(params["device"]) as device:
+        checkpoint = _checkpoint(spec, params, seed, device, encoder)
+        try:
+            if parallel.is_main():
+                _train_and_write(spec, cfg, seed, device, dev, encoder, metrics, curves, checkpoint)
+            else:  # the other ranks train in step with rank 0 and write nothing
+                train_method(spec, cfg, seed, device, Path(), dev, checkpoint=checkpoint)
+        except TrainingInterrupted as err:
+            if parallel.is_main():  # every rank stopped at the same step: one line says it
+                print(f"interrupted: {err}", file=sys.stderr)
+            sys.exit(128 + signal.SIGTERM)
+
+
+def train_config(params: dict) -> dict:
+    """The train_contrastive section with the top-level `precision` (unless the method sets
+    its own: run_config put it there), which shapes the weights too: the checkpoint key
+    and the model card record it with the rest."""
+    return {"precision": params["precision"], **params["train_contrastive"]}
+
+
+def _relaunch(cmd: list[str]) -> int:
+    """Run torchrun and wait; a SIGTERM to this process goes on to torchrun, which passes
+    it to every rank (each then checkpoints and stops)."""
+    proc = subprocess.Popen(cmd)
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
+    try:
+        return proc.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _checkpoint(
+    spec: MethodSpec, params: dict, seed: int, device, encoder: Path
+) -> Checkpoint | None:
+    """Where this run's resumable state lives (None for loss `none`, which trains nothing).
+    Rank 0 computes the key (hashing the inputs and starting model) and tells the others,
+    and removes checkpoints left by other params or inputs."""
+    if spec.loss == "none":
+        return None
+    cfg = train_config(params)
+
+    def key() -> str:
+        start = spec.start
+        if start is None:
+            try:
+                start = str(resolve_model(cfg["base_model"]).path)
+            except ModelNotFoundError:
+                start = cfg["base_model"]  # train_method stops on it with the full message
+        return run_key(
+            spec.name,
+            cfg,
+            seed=seed,
+            lang=params["lang"],
+            device_type=device.type,
+            processes=parallel.world_size(),
+            inputs=[spec.train_path, DEV_SETS[params["lang"]], start],
+        )
+
+    checkpoint = Checkpoint.beside(encoder, key_on_main(key), cfg["checkpoint_every"])
+    if parallel.is_main():
+        checkpoint.discard_stale()
+    return checkpoint
+
+
+def _train_and_write(
+    spec: MethodSpec,
+    cfg: dict,
+    seed: int,
+    device,
+    dev: str,
+    encoder: Path,
+    metrics_path: Path,
+    curves: Path,
+    checkpoint: Checkpoint | None,
+) -> None:
+    history: History = {}
+    # the curves go to a temporary directory that replaces the old ones only on success:
+    # a run that stops on a bad input (or is killed) leaves the previous curves in place
+    with atomic_dir(curves) as tmp, open_live(tmp) as live:
+
+        def logger(key: str, value: float, step: int) -> None:
+            history.setdefault(key, []).append((step, value))
+            live.step = step
+            live.log_metric(key, value)
+
+        metrics = train_method(spec, cfg, seed, device, encoder, dev, logger, checkpoint)
+        plot_curves(history, tmp / "curves.png")
+    if parallel.world_size() > 1:
+        metrics["processes"] = parallel.world_size()
+    write_metrics(metrics, metrics_path, KEY_FIGURES)
+    if checkpoint is not None:  # every output is written: nothing left to resume
+        checkpoint.clear()
+
+
+def plot_curves(history: History, path: Path) -> None:
+    """Training loss and dev Spearman against the step, side by side."""
+    with png_figure(path, dpi=80, figsize=(9, 3.2), ncols=2) as (fig, axes):
+        for ax, key in zip(axes, ("train/loss", "dev/spearman"), strict=True):
+            points = history.get(key, [])
+            if points:
+                ax.plot(
+                    [s for s, _ in points],
+                    [v for _, v in points],
+                    marker="." if len(points) < 20 else None,
+                )
+            ax.set_title(key)
+            ax.set_xlabel("step")
+
+
+def open_live(curves: Path):
+    """dvclive's logger for the training curves; a clear error in a git repository
+    without commits (dvclive 3.49 asks git for HEAD before checking that one exists)."""
+    from dvclive import Live
+    from scmrepo.exceptions import SCMError
+
+    try:
+        return Live(dir=str(curves), save_dvc_exp=False, dvcyaml=None, report=None)
+    except SCMError as err:
+        raise InputError(
+            f"{Path.cwd()}: dvclive needs a git repository with at least one commit ({err}); "
+            "commit first, e.g. `git add -A && git commit -m init`"
+        ) from None
