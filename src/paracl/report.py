@@ -429,7 +429,37 @@ def render_claims(root: Path) -> str:
     )
 
 
-GENERATED = {"@sources": render_sources, "@tasks": render_tasks, "@claims": render_claims}
+CROSS_CPU = Path("results/cross-cpu")
+
+
+def render_cross_cpu(root: Path) -> str:
+    """The default run on two CPU kinds (bench/compare_runs.py's JSON): how many outputs are
+    the same bytes, and each method's scores on both machines."""
+    directory = root / CROSS_CPU
+    data = read_json(directory / "comparison.json")
+    a, b = data["machines"]
+    tasks = list(dict.fromkeys(t for row in data["scores"] for t in row["tasks"]))
+
+    def pair(old: float, new: float) -> str:
+        diff = new - old
+        moved = f" ({'+' if diff >= 0 else '−'}{abs(diff):.1f})" if round(diff, 1) else ""
+        return f"{old:.1f} → {new:.1f}{moved}"
+
+    table = [[r["method"], pair(*r["avg"]), *(pair(*r["tasks"][t]) for t in tasks)]
+             for r in data["scores"]]  # fmt: skip
+    said = (
+        f"{data['outputs_same']} of {data['outputs_compared']} outputs are the same bytes on "
+        f"both machines; the first stage whose outputs differ is `{data['first_stage_different']}`, "
+        f"and outputs of {', '.join(f'`{s}`' for s in data['stages_different'])} differ. "
+        f"Scores ×100, first {a}, then {b}:"
+    )
+    where = f"{CROSS_CPU.as_posix()}/comparison.json"
+    return f"{said}\n\n{markdown_table(['Method', 'Avg.', *tasks], table)}\n\n{caption(directory, where)}"
+
+
+GENERATED = {"@sources": render_sources, "@tasks": render_tasks, "@claims": render_claims,
+             "@cross-cpu": render_cross_cpu}  # fmt: skip
+ROOTED = ("@claims", "@cross-cpu")  # the generated blocks that read results/
 
 
 def render_block(root: Path, page: Path, name: str, part: str) -> str:
@@ -439,7 +469,7 @@ def render_block(root: Path, page: Path, name: str, part: str) -> str:
             raise InputError(
                 f"{page}: unknown report block '{name}' (known: {', '.join(GENERATED)})"
             )
-        return GENERATED[name](root) if name == "@claims" else GENERATED[name]()
+        return GENERATED[name](root) if name in ROOTED else GENERATED[name]()
     results = root / "results"
     source = f"results/{name}/"
     if name not in result_names(results):
