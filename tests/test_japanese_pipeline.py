@@ -121,7 +121,7 @@ def test_standin_t5_tokenizer_builds_on_more_kanji_than_pieces(tmp_path):
     the Unigram trainer failed. Now the rare ones map to <unk> and the common ones stay."""
     from transformers import AutoTokenizer
 
-    from paracl.parts.standins import build_standin_t5
+    from paracl.testing.standins import build_standin_t5
 
     kanji = [chr(0x4E00 + i) for i in range(600)]
     texts = [f"これは{kanji[i % 600]}{kanji[(7 * i) % 600]}の文です。" for i in range(400)]

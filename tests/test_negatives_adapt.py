@@ -6,7 +6,7 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from paracl.parts.filler.adapt import AdaptConfig, adapt
 from paracl.parts.filler.generate import T5Filler
-from paracl.parts.standins import build_standin_t5
+from paracl.testing.standins import build_standin_t5
 
 CORPUS = [
     "the cat sat on the mat in the afternoon sun .",

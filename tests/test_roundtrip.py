@@ -241,12 +241,14 @@ def test_fsmt_round_trip_is_seeded(tiny_fsmt):
 
 
 def test_standin_ids_build_and_say_so():
-    from paracl.parts.standins import seq2seq_model
+    """tiny-random:* ids come through paracl.core.models' hook (tests/conftest.py
+    registers paracl.testing.standins)."""
+    from paracl.core.models import model_dir
 
-    with seq2seq_model("tiny-random:fsmt") as (path, desc):
+    with model_dir("tiny-random:fsmt") as (path, desc):
         assert (path / "config.json").exists() and desc["stand_in"] is True
     with pytest.raises(ValueError, match="tiny-random:nope"):
-        with seq2seq_model("tiny-random:nope"):
+        with model_dir("tiny-random:nope"):
             pass
 
 

@@ -1,14 +1,17 @@
 """The tiny-model builders give loadable, deterministic models of each architecture, and
-the stand-ins the pipeline builds stay out of the test-only package."""
+production code never imports them (paracl.testing)."""
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import torch
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-from paracl.parts import standins
 from paracl.parts.filler.masking import sentinel
+from paracl.testing import standins
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,3 +64,41 @@ def test_production_code_does_not_import_the_testing_package():
             if any(n == "paracl.testing" or n.startswith("paracl.testing.") for n in names):
                 offenders.append(str(f.relative_to(REPO)))
     assert not offenders, f"production code imports paracl.testing: {sorted(set(offenders))}"
+
+
+# Imports every module of paracl but paracl.testing, and every stage script, with
+# paracl.testing refused; then checks the refusal itself works.
+BLOCKED_IMPORTS = """
+import importlib, importlib.abc, importlib.util, pkgutil, sys
+from pathlib import Path
+
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "paracl.testing" or name.startswith("paracl.testing."):
+            raise ImportError(f"production code imports {name}")
+
+sys.meta_path.insert(0, Refuse())
+import paracl
+
+for m in pkgutil.walk_packages(paracl.__path__, "paracl."):
+    if not m.name.startswith("paracl.testing") and not m.name.endswith("__main__"):
+        importlib.import_module(m.name)
+for f in sorted(Path("stages").glob("*.py")):
+    spec = importlib.util.spec_from_file_location(f"stage_{f.stem}", f)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+try:
+    import paracl.testing.standins
+except ImportError:
+    print("refused")
+"""
+
+
+def test_production_modules_import_with_the_testing_package_refused():
+    """At run time, too (~6 s): no module of the library or stage script imports
+    paracl.testing when it is imported (the static check above sees lazy imports)."""
+    env = os.environ | {"PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run(
+        [sys.executable, "-c", BLOCKED_IMPORTS], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "refused", proc.stdout + proc.stderr

@@ -3,41 +3,43 @@
 MT (Marian, FSMT), BART and T5 weights come only from the Hugging Face hub, which offline
 runs cannot reach, and no package on the registries this project can use ships any. The
 default params run real packaged causal LMs in those roles instead (gemma-3-270m, SmolLM2;
-`"stand_in": false, "paper_model": false` in their metrics); the tests and the paths that
-need a seq2seq model offline name `tiny-random:<arch>` ids, built here on the fly: models of
-the real architecture with random weights under a fixed seed. They exercise every code path
-but produce noise (the T5 one is then trained on the corpus by adapt_filler), so every
-metric of a run that used one says `"stand_in": true`. Any other id goes through
-paracl.core.models.resolve_model.
+`"stand_in": false, "paper_model": false` in their metrics); the tests name
+`tiny-random:<arch>` ids where a stage needs a seq2seq model, built here on the fly: models
+of the real architecture with random weights under a fixed seed. They exercise every code
+path but produce noise (the T5 one is then trained on the corpus by adapt_filler), so every
+metric of a run that used one says `"stand_in": true`.
+
+Production code never imports this module: `register()` hands `describe`, `build` and
+`build_on_texts` to paracl.core.models' one hook (`register_builder`), and the stages ask
+that module (`describe_model`, `local_path`, `model_dir`, `build_on_texts`); any id no
+builder claims goes through paracl.core.models.resolve_model.
 
 Two families share the tokenizer and config helpers below:
 
-- round trip (`describe`, `local_path`, `seq2seq_model`): tiny marian / fsmt / bart / t5
-  with a byte-level BPE tokenizer trained, in well under a second, on a fixed bilingual
-  text (as transformers' own tests do);
-- negatives (`build_standin_t5`, `is_standin`): a larger T5 with a Unigram tokenizer
-  trained on the corpus itself and T5's 100 `<extra_id_N>` sentinels.
+- round trip (`describe`, `build`): tiny marian / fsmt / bart / t5 with a byte-level BPE
+  tokenizer trained, in well under a second, on a fixed bilingual text (as transformers'
+  own tests do);
+- negatives (`build_standin_t5`): a larger T5 with a Unigram tokenizer trained on the
+  corpus itself and T5's 100 `<extra_id_N>` sentinels.
 
 Same arguments → same bytes: weights are drawn under a fixed seed and the tokenizers are
 trained on fixed text (the Unigram one put in a canonical order). Sharded stages load the
-model inside each worker (`local_path`), never on the driver: a Ray worker on another
-machine cannot read the driver's temporary directory, so each worker process builds the
-stand-in itself, and every worker holds the same weights; the tests check it byte for byte.
-paracl.testing.tiny_models adds the architectures only tests use.
+model inside each worker (paracl.core.models.local_path), never on the driver, so each
+worker process builds the stand-in itself, and every worker holds the same weights; the
+tests check it byte for byte. paracl.testing.tiny_models adds the architectures only tests
+use.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import tempfile
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from paracl.core.models import resolve_model
+from paracl.core.models import Builder, register_builder
 
 if TYPE_CHECKING:  # torch, tokenizers and transformers load only when a stand-in is built
     from tokenizers import Tokenizer
@@ -256,10 +258,7 @@ def build_tiny_fsmt(out_dir: str | Path, seed: int = 0) -> Path:
     return out_dir
 
 
-# --- model ids of the round-trip stages --------------------------------------------------
-
-# stand-ins this process has built: (id, seed) -> (TemporaryDirectory kept alive, path)
-_BUILT: dict[tuple[str, int], tuple[tempfile.TemporaryDirectory, Path]] = {}
+# --- model ids: the builder paracl.core.models calls -----------------------------------
 
 
 def _arch(model_id: str) -> str:
@@ -271,58 +270,33 @@ def _arch(model_id: str) -> str:
     return arch
 
 
-def _build(arch: str, out: Path, seed: int) -> Path:
+def build(model_id: str, out_dir: Path, seed: int = 0) -> Path:
+    """Save the stand-in `model_id` (tiny-random:<arch>) under out_dir/<arch>; return it."""
+    arch = _arch(model_id)
     if arch == "fsmt":
-        return build_tiny_fsmt(out, seed=seed)
-    return build_tiny_model(arch, out, seed=seed)
+        return build_tiny_fsmt(out_dir / arch, seed=seed)
+    return build_tiny_model(arch, out_dir / arch, seed=seed)
 
 
 def describe(model_id: str, seed: int = 0) -> dict:
-    """The description that goes into metrics/metadata, without loading anything
-    (stand-ins) or by resolving the id (anything else; fails early on a bad id)."""
-    if model_id.startswith(PREFIX):
-        arch = _arch(model_id)
-        return {
-            "id": model_id,
-            # the module's old name, kept so that metrics stay byte-identical
-            "source": "built: paracl.testing.tiny_models",
-            "note": f"STAND-IN: a tiny {arch} with random weights (seed {seed}); outputs are noise",
-            "stand_in": True,
-        }
-    return {**resolve_model(model_id).describe(), "stand_in": False}
+    """The description that goes into metrics/metadata, without loading anything."""
+    arch = _arch(model_id)
+    return {
+        "id": model_id,
+        # the module's old name, kept so that metrics stay byte-identical
+        "source": "built: paracl.testing.tiny_models",
+        "note": f"STAND-IN: a tiny {arch} with random weights (seed {seed}); outputs are noise",
+        "stand_in": True,
+    }
 
 
-def local_path(model_id: str, seed: int = 0) -> Path:
-    """A local directory holding the model, for this process: a stand-in is built once
-    per process (into a temporary directory removed at exit), anything else resolved."""
-    if not model_id.startswith(PREFIX):
-        return resolve_model(model_id).path
-    key = (model_id, seed)
-    if key not in _BUILT:
-        tmp = tempfile.TemporaryDirectory(prefix="paracl-standin-")
-        arch = _arch(model_id)
-        _BUILT[key] = (tmp, _build(arch, Path(tmp.name) / arch, seed))
-    return _BUILT[key][1]
-
-
-@contextmanager
-def seq2seq_model(model_id: str, seed: int = 0) -> Iterator[tuple[Path, dict]]:
-    """Yield (local path, description for metrics) for a seq2seq model id (the path is
-    valid inside the block only)."""
-    desc = describe(model_id, seed)
-    if model_id.startswith(PREFIX):
-        with tempfile.TemporaryDirectory(prefix="paracl-standin-") as tmp:
-            arch = _arch(model_id)
-            yield _build(arch, Path(tmp) / arch, seed), desc
-        return
-    yield resolve_model(model_id).path, desc
+def register() -> None:
+    """Let the stages run `tiny-random:*` ids in this process (tests/conftest.py calls it;
+    its Ray fixture makes every worker call it too)."""
+    register_builder(PREFIX, Builder(describe, build, build_on_texts))
 
 
 # --- the negatives' T5, with a tokenizer of the corpus -----------------------------------
-
-
-def is_standin(model_id: str) -> bool:
-    return model_id.startswith(PREFIX)
 
 
 def _canonical_unigram(tok: Tokenizer, n_special: int) -> Tokenizer:
@@ -439,3 +413,9 @@ def build_standin_t5(
             + (f"; {n_rare} rare characters outside its alphabet map to <unk>" if n_rare else "")
         ),
     }
+
+
+def build_on_texts(model_id: str, texts: Sequence[str], out_dir: Path, seed: int, **sizes) -> dict:
+    """build_standin_t5 for any stand-in id (adapt_filler builds the negatives' T5 whatever
+    `tiny-random:<arch>` it is given)."""
+    return build_standin_t5(texts, out_dir, seed=seed, **sizes)
