@@ -19,13 +19,13 @@ from paracl.parts import sts_scorer
 log = logging.getLogger("train_sts_scorer")
 
 
-def train_scorer(params: dict, stsb: str, jsts: str, out: str) -> dict:
-    """Train the scorer on the `lang` set (STS-B under `stsb`, JSTS under `jsts`), save
+def train_scorer(params: dict, data: str, out: str) -> dict:
+    """Train the scorer on the `lang` set under `data` (STS-B for en, JSTS for ja), save
     the best seed's to `out` (atomically); return the metrics."""
     cfg, lang, seed = params["train_sts_scorer"], params["lang"], params["seed"]
     if cfg["kind"] == "cross_encoder" and cfg["epochs"] == 0:
         raise ParamsError("'train_sts_scorer.epochs' must be > 0 for kind cross_encoder")
-    splits = sts_scorer.read_splits({"en": stsb, "ja": jsts}[lang], lang)
+    splits = sts_scorer.read_splits(data, lang)
     train = sts_scorer.sample_pairs(splits["train"], cfg["max_train_pairs"], seed)
     base = resolve_model(cfg["base_model"])
     device = str(select_device(params["device"]))
