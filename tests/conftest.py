@@ -17,6 +17,8 @@ MIRROR = Path(os.environ.get("PARACL_DATA_MIRROR", REPO.parent / "shared" / "dat
 # (production registers none); xdist workers import this file too, Ray workers run REGISTER.
 standins.register()
 REGISTER = "paracl.testing.standins.register"
+# where the test modules are (pyproject.toml's pythonpath): tests/ and one folder a floor
+TEST_DIRS = (".", "stages", "parts", "core", "pipeline", "docs")
 
 
 @pytest.fixture(scope="session")
@@ -95,9 +97,9 @@ def local_ray():
     ray = pytest.importorskip("ray")
     if not ray.is_initialized():
         # workers import test modules by name (functions defined in tests travel by pickle)
-        tests = str(Path(__file__).parent)
+        tests = [str(Path(__file__).parent / d) for d in TEST_DIRS]
         env = {
-            "env_vars": {"PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])},
+            "env_vars": {"PYTHONPATH": os.pathsep.join([*tests, os.environ.get("PYTHONPATH", "")])},
             "worker_process_setup_hook": REGISTER,  # the stand-ins, in every worker
         }
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env=env)
