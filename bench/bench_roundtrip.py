@@ -28,8 +28,8 @@ from pathlib import Path
 import torch
 
 from paracl.core.device import select_device
+from paracl.core.models import model_dir
 from paracl.parts import sts_scorer
-from paracl.parts.standins import seq2seq_model
 from paracl.parts.tags import tagging
 from paracl.stages.roundtrip import (
     PAPER_SETTINGS,
@@ -42,6 +42,7 @@ from paracl.stages.roundtrip import (
     round_trip,
     translation_prompt,
 )
+from paracl.testing import standins
 
 CORPUS = Path("data/corpus/sentences.parquet")
 FALLBACK = [
@@ -124,6 +125,7 @@ def main() -> None:
     )
     parser.add_argument("--device", default="auto")
     args = parser.parse_args()
+    standins.register()  # tiny-random:<arch> ids, as the tests name them
     if args.threads:
         torch.set_num_threads(args.threads)
     device = select_device(args.device)
@@ -151,7 +153,7 @@ def main() -> None:
         report["model"] = args.model
     else:
         runners = ()
-        with seq2seq_model(args.model) as (path, desc):
+        with model_dir(args.model) as (path, desc):
             report["model"] = desc
             tr = Translator(path, device)
             tr.translate(texts[:2], PAPER_SETTINGS[0], max_new_tokens=4)  # warm-up

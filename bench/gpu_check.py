@@ -113,7 +113,7 @@ def paraphraser(model_dir: Path, precision: str) -> dict:
 def part1(root: Path) -> dict:
     out: dict = {}
     dirs = {a: build_tiny_model(a, root / a) for a in ("bert", "llama", "gemma3_text")}
-    from paracl.parts.standins import build_tiny_model as build_seq2seq
+    from paracl.testing.standins import build_tiny_model as build_seq2seq
 
     dirs["bart"] = build_seq2seq("bart", root / "bart")
     for precision in ("bf16", "fp16"):

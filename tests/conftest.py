@@ -7,10 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from paracl.testing import standins
 from paracl.testing.tiny_models import build_tiny_model
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("PARACL_DATA_MIRROR", REPO.parent / "shared" / "data"))
+
+# tiny-random:<arch> model ids, which the tests name, through paracl.core.models' hook
+# (production registers none); xdist workers import this file too, Ray workers run REGISTER.
+standins.register()
+REGISTER = "paracl.testing.standins.register"
+# where the test modules are (pyproject.toml's pythonpath): tests/ and one folder a floor
+TEST_DIRS = (".", "stages", "parts", "core", "pipeline", "docs")
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +78,7 @@ def tiny_marian(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_fsmt(tmp_path_factory) -> Path:
-    from paracl.parts.standins import build_tiny_fsmt
+    from paracl.testing.standins import build_tiny_fsmt
 
     return build_tiny_fsmt(tmp_path_factory.mktemp("tiny-fsmt"))
 
@@ -89,9 +97,10 @@ def local_ray():
     ray = pytest.importorskip("ray")
     if not ray.is_initialized():
         # workers import test modules by name (functions defined in tests travel by pickle)
-        tests = str(Path(__file__).parent)
+        tests = [str(Path(__file__).parent / d) for d in TEST_DIRS]
         env = {
-            "env_vars": {"PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+            "env_vars": {"PYTHONPATH": os.pathsep.join([*tests, os.environ.get("PYTHONPATH", "")])},
+            "worker_process_setup_hook": REGISTER,  # the stand-ins, in every worker
         }
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env=env)
     yield ray

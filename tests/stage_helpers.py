@@ -21,7 +21,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-# Where the code lives; no stage writes here (test_training_dvc checks dvc.yaml's outputs).
+# Where the code lives; no stage writes here (test_train_contrastive checks dvc.yaml's outputs).
 CODE_DIRS = ("src", "stages", "tests")
 
 

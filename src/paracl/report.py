@@ -10,7 +10,7 @@ written between markers in the Markdown files:
 `NAME` is a directory of results/ (a θ sweep's `exp-show-*.json` directory too);
 `:PART` picks `table` (the main table and its legend), `sets` (per-set scores),
 `claims` (the papers' claims), `curve` (a learning curve: results/<name>/learning_curve.csv,
-as `paracl learning-curve` writes it, and its plot) or, by default, all of it. `tests/test_docs.py` fails
+as `paracl learning-curve` writes it, and its plot) or, by default, all of it. `tests/docs/test_docs.py` fails
 when a block differs from what this renders, so a re-measured result cannot be shown
 with old numbers. The configuration reference (docs/reference/params.md) is generated
 the same way, from the dataclasses of `paracl.core.params`, so it cannot drift either.
@@ -56,7 +56,7 @@ METHOD_ORDER = ("none", "simcse_unsup", "simcse_wiki", "simcse_wiki_domain", "si
 # their data: every row on SmolLM2 embedded its chat template (‡), jcse / jcse_two_stage
 # also trained the paper's α read literally (§), roundtrip / paraphraser data the methods
 # no longer use (¶). A re-measured file has
-# another hash and loses its marks; tests/test_docs.py fails while an entry here names a
+# another hash and loses its marks; tests/docs/test_docs.py fails while an entry here names a
 # file that changed, so the entry is removed on purpose, not forgotten.
 PRE_FIX = {
     "effect-en-2026-11-24": "00c00b9bf1ef0cd0882b6ff2a9f537d0ec39a5d3978a54d9058506d643cc7ec3",

@@ -34,7 +34,10 @@ import logging
 import os
 import shutil
 import sys
+import tempfile
 import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -392,6 +395,91 @@ def _locate(model_id: str, home: Path) -> ResolvedModel:
         f"{model_id}, by naming a local directory instead of the id in params.yaml, or by "
         "allowing downloads (PARACL_ALLOW_DOWNLOAD=1) on a machine with hub access."
     )
+
+
+# --- models built on the fly: the one hook test stand-ins come through ------------------
+
+
+@dataclass(frozen=True)
+class Builder:
+    """Models named `<prefix><name>` that are built where they run instead of found.
+
+    Production registers none: the tests register paracl.testing.standins (`tiny-random:*`,
+    tiny random models of real architectures) with `register_builder`, so that no production
+    module imports test code. `describe(id, seed)` is the metrics' description, `build(id,
+    out_dir, seed)` saves the model and returns its directory, `build_on_texts(id, texts,
+    out_dir, seed, **sizes)` saves one with a tokenizer trained on `texts` (adapt_filler's
+    T5) and returns its description."""
+
+    describe: Callable[[str, int], dict]
+    build: Callable[[str, Path, int], Path]
+    build_on_texts: Callable[..., dict]
+
+
+_BUILDERS: dict[str, Builder] = {}
+# models this process has built: (id, seed) -> (TemporaryDirectory kept alive, path)
+_BUILT: dict[tuple[str, int], tuple[tempfile.TemporaryDirectory, Path]] = {}
+
+
+def register_builder(prefix: str, builder: Builder) -> None:
+    """Build ids starting with `prefix` with `builder` from now on, in this process (a
+    forked worker inherits it; a Ray worker registers through its setup hook)."""
+    _BUILDERS[prefix] = builder
+
+
+def _builder(model_id: str) -> Builder | None:
+    return next((b for p, b in _BUILDERS.items() if model_id.startswith(p)), None)
+
+
+def is_built(model_id: str) -> bool:
+    """Whether `model_id` names a registered builder's model (a test stand-in)."""
+    return _builder(model_id) is not None
+
+
+def describe_model(model_id: str, seed: int = 0) -> dict:
+    """The description that goes into metrics, without loading anything (a built model)
+    or by resolving the id (anything else; fails early on a bad id)."""
+    builder = _builder(model_id)
+    if builder is not None:
+        return builder.describe(model_id, seed)
+    return {**resolve_model(model_id).describe(), "stand_in": False}
+
+
+def local_path(model_id: str, seed: int = 0) -> Path:
+    """A local directory holding the model, for this process: a built model is built once
+    per process (into a temporary directory removed at exit), anything else resolved.
+    Sharded stages call this inside each worker: a Ray worker on another machine cannot
+    read the driver's temporary directory."""
+    builder = _builder(model_id)
+    if builder is None:
+        return resolve_model(model_id).path
+    key = (model_id, seed)
+    if key not in _BUILT:
+        tmp = tempfile.TemporaryDirectory(prefix="paracl-standin-")
+        _BUILT[key] = (tmp, builder.build(model_id, Path(tmp.name), seed))
+    return _BUILT[key][1]
+
+
+@contextmanager
+def model_dir(model_id: str, seed: int = 0) -> Iterator[tuple[Path, dict]]:
+    """Yield (local path, description for metrics) for a model id (the path is valid
+    inside the block only)."""
+    desc = describe_model(model_id, seed)
+    builder = _builder(model_id)
+    if builder is None:
+        yield resolve_model(model_id).path, desc
+        return
+    with tempfile.TemporaryDirectory(prefix="paracl-standin-") as tmp:
+        yield builder.build(model_id, Path(tmp), seed), desc
+
+
+def build_on_texts(model_id: str, texts: Sequence[str], out_dir: Path, seed: int, **sizes) -> dict:
+    """Save the registered builder's model for `model_id` with a tokenizer trained on
+    `texts` to out_dir; return its description."""
+    builder = _builder(model_id)
+    if builder is None:
+        raise ValueError(f"model id {model_id!r}: no registered builder")
+    return builder.build_on_texts(model_id, texts, out_dir, seed, **sizes)
 
 
 def main(argv: list[str] | None = None) -> int:

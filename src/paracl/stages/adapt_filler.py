@@ -29,14 +29,13 @@ import torch
 from paracl.core.device import seed_everything, select_device
 from paracl.core.errors import InputError
 from paracl.core.io import atomic_dir, atomic_path, write_json
-from paracl.core.models import resolve_model
+from paracl.core.models import build_on_texts, describe_model, is_built, resolve_model
 from paracl.core.plots import png_figure
 from paracl.core.sampling import sample_corpus
 from paracl.parts.filler import INFO_FILE, PAPER_T5
 from paracl.parts.filler.adapt import AdaptConfig, adapt
 from paracl.parts.filler.adapt_causal import CausalAdaptConfig, adapt_causal
 from paracl.parts.filler.causal import is_causal_lm
-from paracl.parts.standins import build_standin_t5, describe, is_standin
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +56,7 @@ def split_dev(texts: Sequence[str], dev_sentences: int, seed: int) -> tuple[list
 
 def filler_kind(model_id: str) -> str:
     """'t5' or 'causal_lm', from the model's config (a stand-in is the T5 one)."""
-    if is_standin(model_id) or not is_causal_lm(resolve_model(model_id).path):
+    if is_built(model_id) or not is_causal_lm(resolve_model(model_id).path):
         return "t5"
     return "causal_lm"
 
@@ -80,8 +79,8 @@ def adapt_corpus(corpus: str, out: str, params: dict) -> tuple[dict, list[dict]]
         raise InputError(f"{corpus}: {len(texts)} sentence(s) of lang {lang!r}; need 2 or more")
     train, dev = split_dev(texts, cfg["dev_sentences"], seed)
     with atomic_dir(out) as tmp:
-        if is_standin(model_id):
-            described = build_standin_t5(train, tmp, seed=seed, **cfg["standin"])
+        if is_built(model_id):
+            described = build_on_texts(model_id, train, tmp, seed, **cfg["standin"])
             path, stand_in = tmp, True
         else:
             resolved = resolve_model(model_id)
@@ -139,7 +138,7 @@ def record_causal(model_id: str, out: str, lang: str) -> dict:
     the model (no copy of its weights: the corrupt stage resolves the id), so the stage
     is instant and corrupt reruns when the model changes."""
     info = {
-        "model": describe(model_id),
+        "model": describe_model(model_id),
         "filler": "causal_lm",
         "causal_lm": True,
         "stand_in": False,

@@ -34,14 +34,13 @@ from paracl.core.device import DEFAULT_PRECISION, seed_everything
 from paracl.core.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
 from paracl.core.errors import InputError
 from paracl.core.io import fingerprint, input_checksum, iter_batches, read_json, read_parquet
-from paracl.core.models import check_model_dir, resolve_model
+from paracl.core.models import check_model_dir, describe_model, is_built, resolve_model
 from paracl.core.sampling import iter_sample
 from paracl.parts.filler import INFO_FILE, PAPER_T5
 from paracl.parts.filler.causal import is_causal_lm
 from paracl.parts.filler.chunks import PIPELINES
 from paracl.parts.filler.domain_vocab import domain_vocabulary_metrics
 from paracl.parts.filler.pipeline import CorruptConfig, corrupt, merge_stats
-from paracl.parts.standins import describe, is_standin
 
 log = logging.getLogger(__name__)
 
@@ -122,14 +121,14 @@ def _unadapted(params: dict | None) -> tuple[dict, Path, bool]:
     """The filler adapt_filler would start from, not adapted."""
     lang = params["lang"]
     model_id = params["adapt_filler"]["model"][lang]
-    if is_standin(model_id):
+    if is_built(model_id):
         raise InputError(
             f"adapt_filler.model.{lang}: {model_id} is a random stand-in that fills nothing "
             "until adapt_filler trains it; unadapted negatives need a real filler"
         )
     path = check_model_dir(resolve_model(model_id).path).resolve()
     causal = is_causal_lm(path)
-    info = {"model": describe(model_id), "filler": "causal_lm" if causal else "t5",
+    info = {"model": describe_model(model_id), "filler": "causal_lm" if causal else "t5",
             "causal_lm": causal, "stand_in": False, "adapted": False, "lang": lang,
             "paper_model": model_id in PAPER_T5}  # fmt: skip
     return info, path, causal

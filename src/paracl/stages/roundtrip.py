@@ -130,9 +130,8 @@ def few_shot_prefix(src: str, tgt: str) -> str:
 
 def describe(model_id: str, seed: int, device: torch.device) -> dict:
     """What runs for `model_id`, for the metrics: a packaged GGUF runs as it ships (on
-    llama.cpp, quantised), anything else as `paracl.parts.standins.describe` says."""
-    from paracl.core.models import PACKAGED, packaged_gguf
-    from paracl.parts.standins import describe as describe_model
+    llama.cpp, quantised), anything else as `paracl.core.models.describe_model` says."""
+    from paracl.core.models import PACKAGED, describe_model, packaged_gguf
 
     if device.type == "cpu" and model_id in PACKAGED and PACKAGED[model_id].file.endswith(".gguf"):
         if packaged_gguf(model_id) is not None:
@@ -166,8 +165,7 @@ def load_translator(
     autocast dtype on transformers (paracl.core.device); llama.cpp runs the GGUF's own types."""
     from transformers import AutoConfig
 
-    from paracl.core.models import packaged_gguf
-    from paracl.parts.standins import local_path
+    from paracl.core.models import local_path, packaged_gguf
 
     loaded = {} if loaded is None else loaded
     gguf = packaged_gguf(model_id) if device.type == "cpu" else None

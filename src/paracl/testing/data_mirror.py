@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from paracl.parts.sources.registry import COLUMNS, SourceFile, file_digests, load_registry, select
-from paracl.parts.standins import TRAINING_TEXT
+from paracl.testing.standins import TRAINING_TEXT
 
 ROWS = 60  # data lines kept per table (plus its first line)
 NOTE = "paracl.testing.data_mirror: a small file in the published format, not the published file"

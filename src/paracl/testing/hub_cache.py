@@ -111,7 +111,7 @@ def _bart(out: Path, seed: int) -> None:
     """facebook/bart-base: BART with byte-level BPE (vocab.json + merges.txt)."""
     from transformers import BartConfig, BartForConditionalGeneration
 
-    from paracl.parts.standins import SEQ2SEQ_SIZES
+    from paracl.testing.standins import SEQ2SEQ_SIZES
 
     ids = tokenizers.byte_level(out, "BartTokenizer", BART)
     sizes = {**SEQ2SEQ_SIZES, "max_position_embeddings": MAX_LEN}
@@ -124,9 +124,9 @@ def _bart(out: Path, seed: int) -> None:
 
 
 def _fsmt(out: Path, seed: int, langs: tuple[str, str]) -> None:
-    """facebook/wmt19-<src>-<tgt>: FSMT (Moses + fairseq BPE), as paracl.parts.standins builds
+    """facebook/wmt19-<src>-<tgt>: FSMT (Moses + fairseq BPE), as paracl.testing.standins builds
     it, with the direction's languages in its config and tokenizer config."""
-    from paracl.parts.standins import build_tiny_fsmt
+    from paracl.testing.standins import build_tiny_fsmt
 
     build_tiny_fsmt(out, seed=seed)
     for name in ("config.json", "tokenizer_config.json"):

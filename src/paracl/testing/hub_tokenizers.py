@@ -6,7 +6,7 @@ only a SentencePiece model (`spiece.model` / `spm.model`), so loading them conve
 and needs the `sentencepiece` package; GPT-2 and BART ship byte-level BPE `vocab.json` +
 `merges.txt`; BERT a WordPiece `vocab.txt`. Each writer here saves the same kind of
 files under the same names with the real tokenizer class in `tokenizer_config.json`,
-trained in well under a second on paracl.parts.standins.TRAINING_TEXT. Each returns the
+trained in well under a second on paracl.testing.standins.TRAINING_TEXT. Each returns the
 special-token ids the model's config needs.
 """
 
@@ -16,7 +16,7 @@ import io
 import json
 from pathlib import Path
 
-from paracl.parts.standins import TRAINING_TEXT, train_bpe
+from paracl.testing.standins import TRAINING_TEXT, train_bpe
 
 
 def _write_json(path: Path, data: dict) -> None:

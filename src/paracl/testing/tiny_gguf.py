@@ -5,7 +5,7 @@ tiny transformers models cannot take. The `gguf` package writes the same file fo
 llama.cpp's own converter writes: this saves a transformers Llama (e.g.
 `build_tiny_model("llama", ...)`) with its byte-level BPE tokenizer as a GGUF that
 llama.cpp loads, tokenizes identically and scores to within float error of transformers
-(tests/test_paper_presets.py checks both).
+(tests/pipeline/test_paper_presets.py checks both).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Tiny random models of the architectures only tests use, on top of paracl.parts.standins.
+"""Tiny random models of the architectures only tests use, on top of paracl.testing.standins.
 
 The seq2seq stand-ins the pipeline itself builds offline (t5, bart, marian, fsmt) live in
-paracl.parts.standins; this adds causal LMs (gpt2, llama), encoders (bert, roberta) and the
+paracl.testing.standins; this adds causal LMs (gpt2, llama), encoders (bert, roberta) and the
 DeBERTa cross-encoder, with the same byte-level BPE tokenizer trained on the same fixed
 text, so tests exercise every architecture without downloading weights. Same arguments
 → same files: weights are drawn under a fixed seed.
@@ -17,8 +17,8 @@ import torch
 from tokenizers import processors
 from transformers import PreTrainedTokenizerFast
 
-from paracl.parts import standins
-from paracl.parts.standins import build_tiny_fsmt, train_bpe
+from paracl.testing import standins
+from paracl.testing.standins import build_tiny_fsmt, train_bpe
 
 __all__ = [
     "build_tiny_deberta_v2",

@@ -13,8 +13,8 @@ is deprecated in torch 2.13, its replacement private.) Every
 process computes the same global loss L, so each slice receives N·dL/d(slice); DDP
 (or paracl.parts.training.parallel.average_gradients, which the trainer uses) then averages
 parameter gradients over the N processes, which leaves exactly dL/dθ — the
-single-process gradient on the same global batch (tests/test_distributed_gather,
-tests/test_distributed_training).
+single-process gradient on the same global batch (tests/core/test_distributed_gather,
+tests/core/test_distributed_training).
 Outside a process group (or with one process) everything reduces to the plain loss.
 """
 

@@ -220,6 +220,27 @@ def prepare_corpus(
         return _prepare(cfg, Path(out), workers, shard_size, executor, ray_address, cache)
 
 
+def prepare_resumable(cfg: CorpusConfig, out: str, params: dict) -> tuple[dict, int]:
+    """prepare_corpus with `prepare_corpus.workers` and `shard_size` and the run's executor,
+    finished shards kept in <out>.partial-<key>/ until it succeeds (an interrupted run
+    resumes from them, with the same bytes as a clean run); returns (metrics, workers)."""
+    section, executor = params["prepare_corpus"], params["executor"]
+    # local: never more processes than cores; ray: tasks in flight on the cluster
+    workers = default_workers(section["workers"]) if executor == "local" else section["workers"]
+    cache = ShardCache(out, cache_key(cfg, section["shard_size"]))
+    metrics = prepare_corpus(
+        cfg,
+        out,
+        workers=workers,
+        shard_size=section["shard_size"],
+        executor=executor,
+        ray_address=params["ray_address"],
+        cache=cache,
+    )
+    cache.remove()
+    return metrics, workers
+
+
 def _prepare(
     cfg: CorpusConfig,
     out: Path,

@@ -35,10 +35,10 @@ import torch
 
 from paracl.core.device import DEFAULT_PRECISION, adamw, backward, grad_scaler, optimizer_step
 from paracl.core.freeze import freeze
+from paracl.core.models import model_dir
 from paracl.parts.paraphraser import causal, seq2seq
 from paracl.parts.paraphraser.new_tokens import NewTokens, init_from_names
 from paracl.parts.paraphraser.window import LengthWindow, length_window
-from paracl.parts.standins import seq2seq_model
 from paracl.parts.tags.tagging import ALL_TAGS
 
 __all__ = ["LengthWindow", "length_window"]  # re-exported: tests and the CLI use them here
@@ -287,7 +287,7 @@ def fine_tune(
     if cfg["max_train_pairs"] is not None and n_train_all > cfg["max_train_pairs"]:
         splits["train"] = splits["train"].sample(n=cfg["max_train_pairs"], random_state=seed)
     model_id = base_model_id(cfg, lang)
-    with seq2seq_model(model_id, seed=seed) as (path, desc):
+    with model_dir(model_id, seed=seed) as (path, desc):
         model, tokenizer = load(path, device)
     added = add_tag_tokens(tokenizer, model)
     layers = "all"

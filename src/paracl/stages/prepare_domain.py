@@ -1,0 +1,69 @@
+"""The prepare_domain stage: a target-domain corpus → its sentences, and the main corpus
+with them.
+
+The input is `prepare_domain.corpora[name]` (a path under data/raw and its format, as
+prepare_corpus.input). It is read, split, tokenised and filtered exactly as the main
+corpus (paracl.parts.corpus, with prepare_corpus' min_words, max_words and
+langdetect_threshold; seed, lang), keeping `prepare_domain.max_sentences` (null: all).
+The mix is the main corpus' rows followed by the domain's, for unsupervised SimCSE on
+"Wiki & In-domain" (JCSE Table 6): in JCSE the domain corpus joins a 10^6-sentence
+Wikipedia sample; here it joins whatever the main corpus holds, so its share is in the
+metrics (`mix`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from paracl.core import schemas
+from paracl.core.errors import InputError
+from paracl.core.io import atomic_path, iter_batches, row_count
+from paracl.core.params import ParamsError
+from paracl.parts.corpus.pipeline import CorpusConfig, prepare_resumable
+from paracl.parts.corpus.readers import input_files
+
+log = logging.getLogger("prepare_domain")
+
+
+def domain_config(params: dict, name: str) -> CorpusConfig:
+    """The main corpus' settings with the domain's input and cap."""
+    section = params["prepare_domain"]
+    if name not in section["corpora"]:
+        known = ", ".join(section["corpora"]) or "none"
+        raise ParamsError(f"prepare_domain.corpora: no corpus {name!r} (known: {known})")
+    entry = section["corpora"][name]
+    try:
+        input_files(entry["source"], entry["format"])
+    except InputError as err:
+        raise InputError(f"prepare_domain.corpora.{name}.source: {err}") from None
+    return replace(
+        CorpusConfig.from_params(params),
+        source=entry["source"],
+        format=entry["format"],
+        max_sentences=section["max_sentences"],
+    )
+
+
+def write_mix(main: str, domain: str, out: str) -> dict:
+    """The main corpus' rows, then the domain's, streamed into one file (atomically)."""
+    with atomic_path(out) as tmp:
+        with pq.ParquetWriter(tmp, schemas.CORPUS) as writer:
+            for path in (main, domain):
+                for batch in iter_batches(path, 65_536, schemas.CORPUS):
+                    writer.write_table(pa.Table.from_pandas(batch, schemas.CORPUS, False))
+    n_main, n_domain = row_count(main), row_count(domain)
+    share = round(n_domain / (n_main + n_domain), 4) if n_main + n_domain else None
+    return {"main_sentences": n_main, "domain_sentences": n_domain, "domain_share": share}
+
+
+def build_domain(params: dict, name: str, main: str, out: str, mix: str) -> dict:
+    """Domain corpus `name` to `out` (resumable, as prepare_corpus) and its mix with the
+    main corpus to `mix`; return the metrics."""
+    metrics, _ = prepare_resumable(domain_config(params, name), out, params)
+    metrics["mix"] = write_mix(main, out, mix)
+    log.info("%s: %d sentences; mix %s", name, metrics["kept"], metrics["mix"])
+    return metrics

@@ -1,0 +1,49 @@
+"""The train_sts_scorer stage: STS-B (en) / JSTS (ja) → the SIM scorer, best of n seeds on dev.
+
+`train_sts_scorer.kind` picks a bi-encoder (offline default) or the paper's
+cross-encoder; the kind is saved with the model, so tag and generate_paraphrases load
+either. The model, training and metrics are shared parts (paracl.parts.sts_scorer).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from paracl.core.device import select_device
+from paracl.core.io import atomic_dir
+from paracl.core.models import resolve_model
+from paracl.core.params import ParamsError
+from paracl.parts import sts_scorer
+
+log = logging.getLogger("train_sts_scorer")
+
+
+def train_scorer(params: dict, data: str, out: str) -> dict:
+    """Train the scorer on the `lang` set under `data` (STS-B for en, JSTS for ja), save
+    the best seed's to `out` (atomically); return the metrics."""
+    cfg, lang, seed = params["train_sts_scorer"], params["lang"], params["seed"]
+    if cfg["kind"] == "cross_encoder" and cfg["epochs"] == 0:
+        raise ParamsError("'train_sts_scorer.epochs' must be > 0 for kind cross_encoder")
+    splits = sts_scorer.read_splits(data, lang)
+    train = sts_scorer.sample_pairs(splits["train"], cfg["max_train_pairs"], seed)
+    base = resolve_model(cfg["base_model"])
+    device = str(select_device(params["device"]))
+    started = time.perf_counter()
+    best = sts_scorer.train_best_of_seeds(
+        cfg["kind"], base, train, splits["dev"], cfg, seed, device, params["precision"]
+    )
+    test = sts_scorer.correlations(
+        sts_scorer.predict(best.model, splits["test"].pairs()), splits["test"].score
+    )
+    with atomic_dir(out) as tmp:
+        info = {"base_model": base.model_id, "seed": best.seed}
+        sts_scorer.save_scorer(best.model, cfg["kind"], tmp, info)
+    log.info(
+        "best seed %d: dev spearman %.2f, test spearman %.2f (%.0f s)",
+        best.seed,
+        best.dev["spearman"],
+        test["spearman"],
+        time.perf_counter() - started,
+    )
+    return sts_scorer.run_metrics(cfg, lang, base, splits, train, best, test)

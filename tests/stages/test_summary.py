@@ -1,0 +1,309 @@
+"""The summary over seeds: a method's runs (one per training seed, train_contrastive.runs)
+make one row (mean ± sd), and each row's difference to `none` comes with a t-test over
+the seeds."""
+
+from __future__ import annotations
+
+import pytest
+from stage_helpers import squeezed
+
+from paracl.core.params import expand_runs
+from paracl.stages.summary import (
+    NOT_RUN,
+    build_summary,
+    effect_vs,
+    load_results,
+    run_groups,
+    to_markdown,
+)
+
+METHODS = {
+    "none": {"loss": "none", "input": "dev.csv"},
+    "ppdb": {"loss": "infonce", "input": "pairs.parquet", "seeds": [1, 2, 3]},
+    "simcse_unsup": {"loss": "infonce", "input": "sentences.parquet", "seeds": [1, 2]},
+    "ams": {"loss": "ams", "input": "pairs.parquet", "margin": 0.5},
+}
+GROUPS = run_groups(expand_runs({"methods": METHODS, "seeds": None}))
+
+
+def _result(score: float) -> dict:
+    return {"kind": "unsup_sts", "score": score, "official_split": True,
+            "encoder": {"base_model": {"id": "tiny/base"}}}  # fmt: skip
+
+
+def test_a_methods_runs_share_a_row_named_after_it():
+    assert GROUPS == {"none": ["none"], "ppdb": ["ppdb_s1", "ppdb_s2", "ppdb_s3"],
+                      "simcse_unsup": ["simcse_unsup_s1", "simcse_unsup_s2"], "ams": ["ams"]}  # fmt: skip
+    # the row is the run's `method`, whatever the run is called or its entry holds
+    runs = {"a": {"method": "ams", "seed": 1}, "b": {"method": "ams", "seed": 2}}
+    assert run_groups(runs) == {"ams": ["a", "b"]}
+
+
+def test_two_stage_runs_group_by_their_method_and_continue_their_own_seed():
+    stage_two = {"loss": "jcse", "data": "nli.tsv", "hard_negative_weight": 1.0}
+    methods = {
+        "jcse": {"loss": "jcse", "input": "negatives.parquet"},
+        "jcse_two_stage": {**stage_two, "input": "models/encoders/jcse"},
+    }
+    runs = expand_runs({"methods": methods, "seeds": [1, 2]})
+    assert run_groups(runs) == {"jcse": ["jcse_s1", "jcse_s2"],
+                                "jcse_two_stage": ["jcse_two_stage_s1", "jcse_two_stage_s2"]}  # fmt: skip
+    assert runs["jcse_two_stage_s2"]["input"] == "models/encoders/jcse_s2"
+
+
+def test_row_is_mean_and_sd_over_seeds_with_effect_and_test():
+    scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
+              "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0, "ams": 35.0}  # fmt: skip
+    results = {m: {"unsup_sts_en": _result(s)} for m, s in scores.items()}
+    summary = build_summary(results, ["unsup_sts_en"], "all", GROUPS)
+    rows = summary["methods"]
+    assert list(rows) == ["none", "ppdb", "simcse_unsup", "ams"]
+    ppdb = rows["ppdb"]
+    assert ppdb["avg"] == pytest.approx(41.0) and ppdb["avg_std"] == pytest.approx(1.0)
+    assert ppdb["tasks"]["unsup_sts_en"]["n_seeds"] == 3
+    assert ppdb["vs_none"]["diff"] == pytest.approx(11.0)
+    assert ppdb["vs_none"]["p"] < 0.01 and ppdb["vs_none"]["holds"]
+    simcse = rows["simcse_unsup"]["vs_none"]  # +1 and -1: no effect, and not "holds"
+    assert simcse["diff"] == pytest.approx(0.0) and simcse["p"] > 0.5 and not simcse["holds"]
+    assert rows["ams"]["vs_none"]["p"] is None  # one seed: no test
+    md = squeezed(to_markdown(summary))
+    assert "| ppdb (3 seeds) | 41.0 ± 1.0 | 41.0 ± 1.0 | **+11.0 ± 1.0** |" in md
+    assert "| ams | 35.0 | 35.0 | +5.0 | n/a (1 seed) |" in md
+    assert "t-test over training seeds" in md
+
+
+def test_one_seed_each_keeps_the_plain_table():
+    results = {"none": {"stsb": _result(50.0)}, "jcse": {"stsb": _result(49.5)}}
+    md = squeezed(to_markdown(build_summary(results, ["stsb"], "all")))
+    assert "p (seeds)" not in md and "| jcse | 49.5 | 49.5 | −0.5 |" in md
+
+
+def test_no_spread_and_a_missing_seed():
+    assert effect_vs({"a": 2.0, "b": 2.0}, {"none": 1.0})["p"] is None  # identical seeds
+    assert effect_vs({"a": 2.0, "b": None}, {"none": 1.0}) is None
+    results = {"none": {"stsb": _result(50.0)}, "ppdb_s1": {"stsb": _result(51.0)},
+               "ppdb_s2": {"stsb": None}}  # fmt: skip
+    summary = build_summary(results, ["stsb"], "all", GROUPS)
+    row = summary["methods"]["ppdb"]
+    assert row["avg"] is None and row["tasks"]["stsb"]["score"] is None
+    md = squeezed(to_markdown(summary))
+    assert "n/a" in md and "- ppdb / stsb: 1 of 2 seeds scored; not yet: ppdb_s2" in md
+    # a seed skipped for a reason keeps that reason
+    results["ppdb_s2"]["stsb"] = {**_result(0.0), "score": None, "skipped": "no test labels"}
+    results["ppdb_s3"] = {"stsb": _result(52.0)}
+    md = squeezed(to_markdown(build_summary(results, ["stsb"], "all", GROUPS)))
+    assert "- ppdb / stsb: no test labels" in md and "seeds scored" not in md
+
+
+def test_unsupervised_sts_sets_get_a_breakdown_table():
+    def unsup(sts12: float, sickr: float) -> dict:
+        sets = {"SICKRelatedness": {"spearman": sickr}, "STS12": {"spearman": sts12}}
+        return {**_result((sts12 + sickr) / 2), "sets": sets}
+
+    results = {"none": {"unsup_sts_en": unsup(40.0, 50.0)},
+               "ppdb_s1": {"unsup_sts_en": unsup(42.0, 55.0)},
+               "ppdb_s2": {"unsup_sts_en": unsup(44.0, 57.0)}}  # fmt: skip
+    summary = build_summary(results, ["unsup_sts_en"], "all", GROUPS)
+    md = squeezed(to_markdown(summary))
+    assert "| Method | STS12 | SICKRelatedness |" in md  # SimCSE's order, not alphabetical
+    assert "| none | 40.0 | 50.0 |" in md and "| ppdb | 43.0 ± 1.4 | 56.0 ± 1.4 |" in md
+
+    # a set without a score (too few pairs) is n/a; PI's per-set accuracies get no table
+    results["none"]["unsup_sts_en"]["sets"]["STS12"] = {"pairs": 1}
+    results["none"]["pi_en"] = {**_result(70.0), "kind": "pi", "sets": {"mrpc": {"accuracy": 70}}}
+    summary = build_summary(results, ["unsup_sts_en", "pi_en"], "all", GROUPS)
+    md = squeezed(to_markdown(summary))
+    assert "| none | n/a | 50.0 |" in md and "mrpc" not in md
+
+
+JA = {"simcse_unsup", "simcse_sup", "ppdb", "jcse", "jcse_two_stage", "ams"}
+EFFECT_METHODS = {  # presets applied in order -> the methods besides none (README says why)
+    ("effect-en",): {"simcse_unsup", "ppdb", "jcse", "ams"},
+    ("effect-en", "effect-en-roundtrip"): {  # the round-trip paper's, beside SimCSE
+        "simcse_unsup",
+        "paraphraser_bleu0_5",
+        "paraphraser_bleu20",
+        "paraphraser_bleu40",
+        "roundtrip_greedy",
+    },
+    ("effect-ja",): JA,
+    ("effect-ja", "effect-ja-ebsim"): {"ebsim", "ebsim_no_aa"},  # null removes effect-ja's
+    ("effect-en", "effect-en-theta"): {"ppdb"},  # the θ sweep: null removes the others
+}
+
+
+@pytest.mark.parametrize("names", sorted(EFFECT_METHODS))
+def test_effect_presets_train_every_method_with_three_seeds(names, tmp_path):
+    """Each method written once, its seeds expanded into runs: one row of 3 seeds each."""
+    import shutil
+    from pathlib import Path
+
+    from paracl import presets
+    from paracl.core.params import load_params
+
+    repo = Path(__file__).resolve().parents[2]
+    shutil.copy(repo / "params.yaml", tmp_path / "params.yaml")
+    for name in names:
+        presets.apply_preset(presets.load_preset(repo / "presets" / f"{name}.yaml"),
+                             tmp_path / "params.yaml")  # fmt: skip
+    runs = load_params(tmp_path / "params.yaml")["train_contrastive"]["runs"]
+    rows = run_groups(runs)
+    assert rows.pop("none") == ["none"]
+    assert set(rows) == EFFECT_METHODS[names]
+    assert all([runs[r]["seed"] for r in names_] == [1, 2, 3] for names_ in rows.values()), rows
+    for run in rows.get("jcse_two_stage", []):  # each seed continues from jcse's same seed
+        assert runs[run]["input"] == f"models/encoders/jcse_s{runs[run]['seed']}"
+
+
+def _finetuned(score: float) -> dict:
+    return {"kind": "finetune", "score": score, "score_std": 0.0, "official_split": True,
+            "test": {"n": 1}, "encoder": {"base_model": {"id": "tiny/base"}}}  # fmt: skip
+
+
+def test_the_papers_claims_are_welch_tests_between_their_two_methods():
+    from scipy import stats
+
+    scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
+              "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0, "ams": 35.0}  # fmt: skip
+    # PPDB's Table 3 is fine-tuned: its claim is tested on the fine-tuned column
+    results = {m: {"stsb": _finetuned(s)} for m, s in scores.items()}
+    summary = build_summary(results, ["stsb"], "all", GROUPS)
+    # only the claim whose two methods ran: ppdb above unsupervised SimCSE
+    [claim] = summary["claims"]
+    assert (claim["method"], claim["other"]) == ("ppdb", "simcse_unsup")
+    assert claim["measure"] == "finetune"
+    assert claim["diff"] == pytest.approx(41.0 - 30.0)
+    expected = stats.ttest_ind([40.0, 41.0, 42.0], [31.0, 29.0], equal_var=False).pvalue
+    assert claim["p"] == pytest.approx(expected) and claim["holds"]
+    text = to_markdown(summary)
+    assert "The papers' claims" in text and "ppdb − simcse_unsup: +11.0" in text
+    # the claim's direction matters: a significant difference the other way does not hold
+    flipped = {**scores, "ppdb_s1": 20.0, "ppdb_s2": 21.0, "ppdb_s3": 22.0}
+    results = {m: {"stsb": _finetuned(s)} for m, s in flipped.items()}
+    [claim] = build_summary(results, ["stsb"], "all", GROUPS)["claims"]
+    assert claim["diff"] < 0 and claim["p"] < 0.05 and not claim["holds"]
+    # one seed each: a difference, no test
+    single = {"none": 30.0, "ppdb": 40.0, "simcse_unsup": 31.0}
+    results = {m: {"stsb": _finetuned(s)} for m, s in single.items()}
+    [claim] = build_summary(results, ["stsb"], "all")["claims"]
+    assert (
+        claim["p"] is None
+        and not claim["holds"]
+        and "n/a" in to_markdown(build_summary(results, ["stsb"], "all"))
+    )
+
+
+def test_a_claim_on_another_kind_of_task_is_not_tested_on_cosine_sts():
+    """PPDB's claim is about fine-tuned tasks: a table of cosine STS alone says it cannot
+    test it, rather than testing what the paper did not claim (issue 33 item 4)."""
+    scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
+              "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0}  # fmt: skip
+    results = {m: {"unsup_sts_en": _result(s)} for m, s in scores.items()}
+    summary = build_summary(results, ["unsup_sts_en"], "all", GROUPS)
+    [claim] = summary["claims"]
+    assert "diff" not in claim and "fine-tuned" in claim["untested"]
+    text = to_markdown(summary)
+    assert "Not tested here:\n\n- PPDB Table 3" in text and "| Claim" not in text  # no empty table
+
+
+def test_a_claims_on_column_is_the_tables_own_average_and_tiny_p_is_not_zero():
+    """With one kind of column the table's average is "Avg.", and the claims table says so
+    rather than "Unsup. avg"; a p below 0.001 prints "<0.001", never "0.000"."""
+    from paracl.stages.summary import format_p
+
+    scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
+              "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0}  # fmt: skip
+    results = {m: {"stsb": _finetuned(s)} for m, s in scores.items()}
+    text = to_markdown(build_summary(results, ["stsb"], "all", GROUPS))
+    claim_line = next(line for line in text.splitlines() if line.startswith("| PPDB Table 3"))
+    assert "| Avg. |" in claim_line and "Fine-tuned avg" not in text
+    assert [format_p(p) for p in (0.0004, 0.0005, 0.0496, 0.05)] == [
+        "<0.001", "0.001", "0.050", "0.050"]  # fmt: skip
+
+
+def test_a_claim_waiting_for_seeds_says_which_method():
+    """A preset measured across sessions: a claim whose method has seeds still unscored
+    names it, rather than saying the column is missing."""
+    scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": None, "ppdb_s3": 42.0,
+              "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0}  # fmt: skip
+    results = {m: {"stsb": _finetuned(s) if s else None} for m, s in scores.items()}
+    [claim] = build_summary(results, ["stsb"], "all", GROUPS)["claims"]
+    assert claim["untested"] == "not every seed scored yet: ppdb"
+
+
+def test_a_fine_tuned_column_for_some_methods_gets_its_own_average_and_test():
+    """evaluate.finetune_tasks run for some methods only: their rows get a fine-tuned
+    average with Δ and p against none, the other rows a dash there, and every row keeps
+    its unsupervised average (effect presets, issue 33 item 4)."""
+    unsup = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
+             "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0, "ams": 35.0}  # fmt: skip
+    tuned = {"none": 60.0, "ppdb_s1": 62.0, "ppdb_s2": 63.0, "ppdb_s3": 64.0,
+             "simcse_unsup_s1": 61.0, "simcse_unsup_s2": 60.0}  # fmt: skip
+    only = {"stsb": set(tuned)}
+    results = {}
+    for run, score in unsup.items():
+        results[run] = {"unsup_sts_en": _result(score)}
+        if run in tuned:
+            results[run]["stsb"] = _finetuned(tuned[run])
+    results = {  # what load_results gives for a run outside evaluate.finetune_runs
+        run: {t: (r if t not in only or run in only[t] else
+                  {"skipped": NOT_RUN, "score": None, "not_run": True})
+              for t, r in {**per, "stsb": per.get("stsb")}.items()}
+        for run, per in results.items()
+    }  # fmt: skip
+    summary = build_summary(results, ["unsup_sts_en", "stsb"], "all", GROUPS)
+    assert summary["measures"] == ["unsup", "finetune"]
+    ppdb, ams = summary["methods"]["ppdb"], summary["methods"]["ams"]
+    assert ppdb["measures"]["finetune"]["avg"] == pytest.approx(63.0)
+    assert ppdb["measures"]["finetune"]["vs_none"]["diff"] == pytest.approx(3.0)
+    assert ppdb["measures"]["unsup"]["vs_none"]["diff"] == pytest.approx(11.0)
+    assert ams["measures"]["finetune"]["avg"] is None
+    assert ams["measures"]["unsup"]["avg"] == pytest.approx(35.0)
+    [claim] = summary["claims"]  # PPDB's, on the fine-tuned average
+    assert claim["measure"] == "finetune" and claim["diff"] == pytest.approx(63.0 - 60.5)
+    text = to_markdown(summary)
+    assert "Unsup. avg" in text and "Fine-tuned avg" in text and f"— {NOT_RUN}" in text
+    ams_line = next(line for line in text.splitlines() if line.startswith("| ams"))
+    assert "—" in ams_line and "35.0" in ams_line
+    assert "Missing cells" not in text  # a planned gap is no missing result
+
+
+def test_nones_fine_tuning_seeds_are_its_sample_and_welch_tests_against_it():
+    """none trains nothing, but fine-tuning it is noisy: with evaluate.baseline_seeds its
+    fine-tuned average is one value per fine-tuning seed (mean ± sd), and a method's Δ is
+    tested with Welch's test against them, not a one-sample test against their mean."""
+    from scipy import stats
+
+    def tuned(scores: list[float]) -> dict:
+        runs = [{"seed": i + 1, "test": {"spearman": s}} for i, s in enumerate(scores)]
+        return {**_finetuned(sum(scores) / len(scores)), "metric": "spearman", "runs": runs,
+                "test": {"n": len(scores)}}  # fmt: skip
+
+    ppdb = {"ppdb_s1": 63.0, "ppdb_s2": 64.0, "ppdb_s3": 66.0}
+    results = {"none": {"stsb": tuned([55.0, 61.0, 58.0]), "unsup_sts_en": _result(30.0)}}
+    results |= {r: {"stsb": _finetuned(s), "unsup_sts_en": _result(40.0)} for r, s in ppdb.items()}
+    groups = {"none": ["none"], "ppdb": list(ppdb)}
+    summary = build_summary(results, ["unsup_sts_en", "stsb"], "all", groups)
+    none = summary["methods"]["none"]["measures"]["finetune"]
+    assert none["avg"] == pytest.approx(58.0) and none["avg_std"] == pytest.approx(3.0)
+    effect = summary["methods"]["ppdb"]["measures"]["finetune"]["vs_none"]
+    welch = stats.ttest_ind(list(ppdb.values()), [55.0, 61.0, 58.0], equal_var=False).pvalue
+    one_sample = stats.ttest_1samp([v - 58.0 for v in ppdb.values()], 0.0).pvalue
+    assert effect["diff"] == pytest.approx(6.333, abs=1e-3) and effect["n_baseline"] == 3
+    assert effect["p"] == pytest.approx(welch) and effect["p"] > one_sample
+    unsup = summary["methods"]["ppdb"]["measures"]["unsup"]["vs_none"]  # cosine: exact base
+    assert "n_baseline" not in unsup
+    text = to_markdown(summary)
+    assert "58.0 ± 3.0" in text and "Welch's two-sided two-sample t-test of the method" in text
+    # one kind of column: Avg. is the fine-tuned average, tested the same way
+    only = build_summary({r: {"stsb": v["stsb"]} for r, v in results.items()}, ["stsb"],
+                         "finetune", groups)  # fmt: skip
+    assert only["methods"]["ppdb"]["vs_none"]["p"] == pytest.approx(welch)
+
+
+def test_load_results_marks_runs_outside_the_fine_tuned_methods(tmp_path):
+    """A stale metrics file of a run no longer in evaluate.finetune_runs is not read."""
+    (tmp_path / "ams").mkdir()
+    (tmp_path / "ams" / "stsb.json").write_text('{"score": 99.0}')
+    out = load_results(tmp_path, ["none", "ams"], ["stsb"], {"stsb": {"none"}})
+    assert out["ams"]["stsb"]["not_run"] and out["none"]["stsb"] is None
