@@ -95,6 +95,14 @@ CLAIMS = (
     ("JCSE Table 6: SimCSE on Wikipedia + in-domain above Wikipedia alone",
      "simcse_wiki_domain", "simcse_wiki", "domain"),
 )  # fmt: skip
+# The training settings (params METHOD_SETTINGS) a claim is about, besides what makes each
+# method itself (its loss, input and the loss's own params): the two methods of any other
+# claim share every setting (tests/test_paper_presets.py). Supervised SimCSE embeds through
+# its MLP (its recipe's embedding); JCSE's stages run as their scripts run them.
+VARIES = {
+    "PPDB Table 3: PPDB positives above supervised SimCSE": ("pooling",),
+    "JCSE: two-stage training above stage one alone": ("epochs",),
+}
 NOT_RUN = "not run for this method (evaluate.finetune_methods)"
 NO_FILE = "not run (no metrics file)"
 

@@ -28,9 +28,9 @@ SELECTIONS = ("sts_dev", "dev_loss", "none")
 
 def hold_out(examples: pd.DataFrame, n: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(train, dev): a seeded sample of `n` examples held out of training for `dev_loss`.
-    At most a tenth of the examples, so a tiny run still trains on the rest."""
-    n = min(n, len(examples) // 10)
-    if n < 2:
+    At most a tenth of the examples (and at least 2), so a small run still trains."""
+    n = min(n, max(2, len(examples) // 10))
+    if len(examples) - n < 2:
         raise ValueError(
             f"{len(examples)} examples leave no dev sample of >= 2 for selection: dev_loss"
         )
