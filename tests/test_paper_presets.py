@@ -16,6 +16,7 @@ the mirror, and its DAG (methods × tasks) is what dvc sees.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -371,6 +372,14 @@ def test_paper_preset_runs_end_to_end(name, tiny_hub, mirror, tmp_path):
         assert row is not None, f"no row for {method}:\n{summary}"
         assert "n/a" not in row, f"{method} has an empty cell:\n{summary}"
     assert " by set (" in summary, "the unsupervised STS breakdown (SimCSE Table 5 layout)"
+    # every claim of the preset's papers tested on its own measure with >= 2 seeds a side
+    found = json.loads((project / "metrics/summary.json").read_text())["claims"]
+    ours = [c for c in found if c["claim"].startswith(PAPER_CLAIMS[name])]
+    assert all(any(c["claim"].startswith(p) for c in ours) for p in PAPER_CLAIMS[name]), found
+    for c in ours:
+        assert "untested" not in c and min(c["n_seeds"]) >= 2, c
+        sts = c["claim"].startswith(("Round trip", "JCSE"))
+        assert c["measure"] == ("sts" if sts else "finetune"), c  # STS claims: STS alone
     fetched = yaml.safe_load((project / "metrics/fetch.json").read_text())
     assert fetched["registry"] == env["PARACL_DATA_REGISTRY"]
     shutil.rmtree(project / ".dvc" / "cache", ignore_errors=True)
