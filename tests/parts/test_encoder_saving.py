@@ -317,6 +317,9 @@ def test_supervised_simcse_keeps_its_mlp_in_the_embedding(tiny_bert, tmp_path):
 
     model = build_encoder(tiny_bert, "cls_mlp_always", max_seq_length=16)
     mlp = next(m for m in model if getattr(m, SIMCSE_MLP, False))
+    assert [type(m) for m in inference_model(model)] == [Transformer, Pooling]  # untrained
+    with torch.no_grad():  # a step trains it
+        mlp.linear.bias.add_(0.5)
     assert inference_model(model) is model  # nothing training-only to drop
     save_encoder(model, tmp_path / "sup")
     saved = SentenceTransformer(str(tmp_path / "sup"), device="cpu")
@@ -327,3 +330,47 @@ def test_supervised_simcse_keeps_its_mlp_in_the_embedding(tiny_bert, tmp_path):
     assert not np.allclose(with_mlp, cls_only, atol=1e-3)
     pooler = AutoModel.from_pretrained(tmp_path / "sup").pooler.dense
     assert torch.equal(pooler.weight, mlp.linear.weight)
+
+
+@pytest.mark.parametrize("pooling", ["cls_mlp", "cls_mlp_always"])
+def test_untrained_mlp_is_not_saved(pooling, tiny_bert, inputs, tmp_path):
+    """`none` on a plain transformers base is the base as published, pooler included: the
+    SimCSE MLP it was built with trained nothing, so neither its random weights replace
+    BERT's pooler nor (cls_mlp_always) does it enter the embedding."""
+    from transformers import AutoModel
+
+    dev, _ = inputs
+    out = tmp_path / "none"
+    _train("none", tiny_bert, dev, dev, out, pooling=pooling)
+    base = AutoModel.from_pretrained(tiny_bert).pooler.dense
+    saved = AutoModel.from_pretrained(out).pooler.dense
+    assert torch.equal(saved.weight, base.weight) and torch.equal(saved.bias, base.bias)
+    loaded = SentenceTransformer(str(out), device="cpu")
+    assert [type(m) for m in loaded] == [Transformer, Pooling]  # no random Dense
+    cls = SentenceTransformer(str(tiny_bert), device="cpu")[0]
+    reference = SentenceTransformer(modules=[cls, Pooling(cls.get_embedding_dimension(), "cls")])
+    assert np.allclose(loaded.encode(S1), reference.encode(S1), atol=1e-6)
+
+
+def test_trained_mlp_is_saved_as_the_pooler(tiny_bert, inputs, tmp_path):
+    """A method whose loss reads the sentence embedding trains the MLP: its pooler is the
+    trained MLP, neither BERT's nor the MLP as it was built (the same seed builds it)."""
+    from transformers import AutoModel
+
+    from paracl.core.device import seed_everything
+    from paracl.parts.encoder.build import SIMCSE_MLP, build_encoder
+
+    dev, pairs = inputs
+    out = tmp_path / "ppdb"
+    _train("ppdb", tiny_bert, pairs, dev, out, pooling="cls_mlp")
+
+    def built_mlp() -> torch.Tensor:
+        seed_everything(0)  # as train_method builds it (seed 0)
+        model = build_encoder(tiny_bert, "cls_mlp")
+        return next(m for m in model if getattr(m, SIMCSE_MLP, False)).linear.weight
+
+    built = built_mlp()
+    assert torch.equal(built, built_mlp())  # the comparison below means something
+    saved = AutoModel.from_pretrained(out).pooler.dense.weight
+    assert not torch.equal(saved, AutoModel.from_pretrained(tiny_bert).pooler.dense.weight)
+    assert not torch.allclose(saved, built)

@@ -16,6 +16,7 @@ the mirror, and its DAG (methods × tasks) is what dvc sees.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -30,6 +31,7 @@ from stage_helpers import copy_project, squeezed
 from paracl.core.params import validate, with_runs
 from paracl.parts.sources.registry import load_registry, select
 from paracl.presets import load_preset, merge_preset
+from paracl.stages.summary import _present
 from paracl.testing import data_mirror, hub_cache
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,8 +116,42 @@ def test_every_claim_of_the_presets_papers_has_both_its_methods(name):
     methods = preset_params(name)["train_contrastive"]["methods"]
     claims = [c for c in CLAIMS if c[0].startswith(PAPER_CLAIMS[name])]
     assert len(claims) >= len(PAPER_CLAIMS[name])
-    missing = [(claim, m) for claim, *pair, _ in claims for m in pair if m not in methods]
+    missing = [(claim, m) for claim, *pair, _ in claims for m in pair if not _present(m, methods)]
     assert not missing, f"{name} cannot test these claims: {missing}"
+
+
+def _setting(method: str, key: str, params: dict):
+    """A method's value of a shared training key: its own, else the shared one (seeds:
+    its own, else train_contrastive.seeds; `precision`: else the top-level key)."""
+    tc = params["train_contrastive"]
+    entry = tc["methods"][method]
+    if key in entry:
+        return entry[key]
+    return params["precision"] if key == "precision" else tc.get(key)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_claim_compares_like_with_like(name):
+    """The two methods of every claim share every training setting (lr, batch, length,
+    epochs, corpus size, seeds, selection, precision, ...) but the one the claim is about
+    (summary.VARIES); the message names the setting that differs."""
+    from paracl.core.params import METHOD_SETTINGS
+    from paracl.stages.summary import CLAIMS, VARIES
+
+    params = validate(preset_params(name))
+    methods = params["train_contrastive"]["methods"]
+    unlike = []
+    for claim, *pair, _ in CLAIMS:
+        a, b = (_present(m, methods) for m in pair)
+        if a is None or b is None:
+            continue
+        for key in (*METHOD_SETTINGS, "seeds"):
+            if key in VARIES.get(claim, ()):
+                continue
+            va, vb = _setting(a, key, params), _setting(b, key, params)
+            if va != vb:
+                unlike.append(f"{claim}: {key} differs ({a}: {va!r}, {b}: {vb!r})")
+    assert not unlike, f"{name}:\n" + "\n".join(unlike)
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -123,9 +159,17 @@ def test_the_preset_trains_each_method_as_its_authors_scripts(name):
     """Precision (paracl.core.device) and SimCSE's MLP as each paper's released code has them."""
     methods = validate(preset_params(name))["train_contrastive"]["methods"]
     own = {m: e.get("precision") for m, e in methods.items()}
-    assert own["simcse_unsup"] == own["simcse_sup"] == own["roundtrip"] == "fp16"
+    assert own["simcse_unsup_rt"] == own["roundtrip"] == own["paraphraser_bleu20"] == "fp16"
     assert own["jcse"] == "fp32" and own.get("jcse_two_stage", "fp32") == "fp32"
-    assert own["ppdb"] is None and own["ebsim"] is None  # no code: the top-level key
+    # no code: the top-level key; PPDB's SimCSE baselines train on its recipe
+    assert own["ppdb"] is own["ebsim"] is own["simcse_unsup"] is own["simcse_sup"] is None
+    # each paper's model selection, and SimCSE's trainer's clipping (issue 58 item 5)
+    tc = validate(preset_params(name))["train_contrastive"]
+    assert tc["selection"] == "dev_loss" and tc["patience"] == 3  # PPDB §4.3
+    for m in ("simcse_unsup_rt", "paraphraser_bleu20", "roundtrip_greedy", "jcse"):
+        assert methods[m]["sts_dev_every"] == 125 and methods[m]["max_grad_norm"] == 1.0, m
+    assert methods["ams"]["selection"] == "none" and methods["ams"]["epochs"] == 50
+    assert methods["ebsim"]["dev_loss_examples"] == 20000
     # supervised SimCSE embeds through its MLP (no --mlp_only_train; --pooler cls)
     assert methods["simcse_sup"]["pooling"] == "cls_mlp_always"
 
@@ -328,6 +372,14 @@ def test_paper_preset_runs_end_to_end(name, tiny_hub, mirror, tmp_path):
         assert row is not None, f"no row for {method}:\n{summary}"
         assert "n/a" not in row, f"{method} has an empty cell:\n{summary}"
     assert " by set (" in summary, "the unsupervised STS breakdown (SimCSE Table 5 layout)"
+    # every claim of the preset's papers tested on its own measure with >= 2 seeds a side
+    found = json.loads((project / "metrics/summary.json").read_text())["claims"]
+    ours = [c for c in found if c["claim"].startswith(PAPER_CLAIMS[name])]
+    assert all(any(c["claim"].startswith(p) for c in ours) for p in PAPER_CLAIMS[name]), found
+    for c in ours:
+        assert "untested" not in c and min(c["n_seeds"]) >= 2, c
+        sts = c["claim"].startswith(("Round trip", "JCSE"))
+        assert c["measure"] == ("sts" if sts else "finetune"), c  # STS claims: STS alone
     fetched = yaml.safe_load((project / "metrics/fetch.json").read_text())
     assert fetched["registry"] == env["PARACL_DATA_REGISTRY"]
     shutil.rmtree(project / ".dvc" / "cache", ignore_errors=True)

@@ -206,9 +206,10 @@ def test_a_claim_on_another_kind_of_task_is_not_tested_on_cosine_sts():
     assert "Not tested here:\n\n- PPDB Table 3" in text and "| Claim" not in text  # no empty table
 
 
-def test_a_claims_on_column_is_the_tables_own_average_and_tiny_p_is_not_zero():
-    """With one kind of column the table's average is "Avg.", and the claims table says so
-    rather than "Unsup. avg"; a p below 0.001 prints "<0.001", never "0.000"."""
+def test_a_claims_on_column_names_its_measure_and_tiny_p_is_not_zero():
+    """The claims table names each claim's measure even where the main table has one
+    "Avg." (it may average more columns than the claim's); a p below 0.001 prints
+    "<0.001", never "0.000"."""
     from paracl.stages.summary import format_p
 
     scores = {"none": 30.0, "ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
@@ -216,7 +217,7 @@ def test_a_claims_on_column_is_the_tables_own_average_and_tiny_p_is_not_zero():
     results = {m: {"stsb": _finetuned(s)} for m, s in scores.items()}
     text = to_markdown(build_summary(results, ["stsb"], "all", GROUPS))
     claim_line = next(line for line in text.splitlines() if line.startswith("| PPDB Table 3"))
-    assert "| Avg. |" in claim_line and "Fine-tuned avg" not in text
+    assert "| Fine-tuned avg |" in claim_line
     assert [format_p(p) for p in (0.0004, 0.0005, 0.0496, 0.05)] == [
         "<0.001", "0.001", "0.050", "0.050"]  # fmt: skip
 
@@ -252,17 +253,17 @@ def test_a_fine_tuned_column_for_some_methods_gets_its_own_average_and_test():
         for run, per in results.items()
     }  # fmt: skip
     summary = build_summary(results, ["unsup_sts_en", "stsb"], "all", GROUPS)
-    assert summary["measures"] == ["unsup", "finetune"]
+    assert summary["measures"] == ["sts", "finetune"]
     ppdb, ams = summary["methods"]["ppdb"], summary["methods"]["ams"]
     assert ppdb["measures"]["finetune"]["avg"] == pytest.approx(63.0)
     assert ppdb["measures"]["finetune"]["vs_none"]["diff"] == pytest.approx(3.0)
-    assert ppdb["measures"]["unsup"]["vs_none"]["diff"] == pytest.approx(11.0)
+    assert ppdb["measures"]["sts"]["vs_none"]["diff"] == pytest.approx(11.0)
     assert ams["measures"]["finetune"]["avg"] is None
-    assert ams["measures"]["unsup"]["avg"] == pytest.approx(35.0)
+    assert ams["measures"]["sts"]["avg"] == pytest.approx(35.0)
     [claim] = summary["claims"]  # PPDB's, on the fine-tuned average
     assert claim["measure"] == "finetune" and claim["diff"] == pytest.approx(63.0 - 60.5)
     text = to_markdown(summary)
-    assert "Unsup. avg" in text and "Fine-tuned avg" in text and f"— {NOT_RUN}" in text
+    assert "STS avg" in text and "Fine-tuned avg" in text and f"— {NOT_RUN}" in text
     ams_line = next(line for line in text.splitlines() if line.startswith("| ams"))
     assert "—" in ams_line and "35.0" in ams_line
     assert "Missing cells" not in text  # a planned gap is no missing result
@@ -291,7 +292,7 @@ def test_nones_fine_tuning_seeds_are_its_sample_and_welch_tests_against_it():
     one_sample = stats.ttest_1samp([v - 58.0 for v in ppdb.values()], 0.0).pvalue
     assert effect["diff"] == pytest.approx(6.333, abs=1e-3) and effect["n_baseline"] == 3
     assert effect["p"] == pytest.approx(welch) and effect["p"] > one_sample
-    unsup = summary["methods"]["ppdb"]["measures"]["unsup"]["vs_none"]  # cosine: exact base
+    unsup = summary["methods"]["ppdb"]["measures"]["sts"]["vs_none"]  # cosine: exact base
     assert "n_baseline" not in unsup
     text = to_markdown(summary)
     assert "58.0 ± 3.0" in text and "Welch's two-sided two-sample t-test of the method" in text
@@ -307,3 +308,31 @@ def test_load_results_marks_runs_outside_the_fine_tuned_methods(tmp_path):
     (tmp_path / "ams" / "stsb.json").write_text('{"score": 99.0}')
     out = load_results(tmp_path, ["none", "ams"], ["stsb"], {"stsb": {"none"}})
     assert out["ams"]["stsb"]["not_run"] and out["none"]["stsb"] is None
+
+
+def _pi(score: float) -> dict:
+    return {"kind": "pi", "score": score, "official_split": True,
+            "encoder": {"base_model": {"id": "tiny/base"}}}  # fmt: skip
+
+
+def test_an_sts_claim_reads_the_sts_columns_alone():
+    """The round-trip paper states its claims on the STS average: PI accuracy, its own
+    column and measure, never enters them (issue 58 item 2). The paper presets' baseline is
+    simcse_unsup_rt (SimCSE's recipe); without it, simcse_unsup stands in."""
+    sts = {"none": 30.0, "paraphraser_bleu20_s1": 40.0, "paraphraser_bleu20_s2": 41.0,
+           "simcse_unsup_rt_s1": 35.0, "simcse_unsup_rt_s2": 36.0}  # fmt: skip
+    pi = {"none": 60.0, "paraphraser_bleu20_s1": 50.0, "paraphraser_bleu20_s2": 51.0,
+          "simcse_unsup_rt_s1": 90.0, "simcse_unsup_rt_s2": 91.0}  # fmt: skip
+    results = {r: {"unsup_sts_en": _result(sts[r]), "pi_en": _pi(pi[r])} for r in sts}
+    groups = {"none": ["none"], "paraphraser_bleu20": list(sts)[1:3],
+              "simcse_unsup_rt": list(sts)[3:]}  # fmt: skip
+    summary = build_summary(results, ["unsup_sts_en", "pi_en"], "all", groups)
+    assert summary["measures"] == ["sts", "pi"]
+    [claim] = summary["claims"]
+    assert (claim["other"], claim["measure"]) == ("simcse_unsup_rt", "sts")
+    assert claim["diff"] == pytest.approx(40.5 - 35.5) and claim["holds"]  # PI would flip it
+    line = next(x for x in squeezed(to_markdown(summary)).splitlines() if x.startswith("| Round"))
+    assert "| STS avg |" in line and "| holds |" in line
+    renamed = {"simcse_unsup" if k == "simcse_unsup_rt" else k: v for k, v in groups.items()}
+    [claim] = build_summary(results, ["unsup_sts_en", "pi_en"], "all", renamed)["claims"]
+    assert claim["other"] == "simcse_unsup" and claim["measure"] == "sts"

@@ -369,6 +369,18 @@ class TrainContrastive(Section):
     temperature: float = param(min=1e-4, max=10.0)
     epochs: int = param(min=1)
     patience: int = param(min=1, help="early stop after this many epochs w/o dev gain")
+    selection: Literal["sts_dev", "dev_loss", "none"] = param(
+        "sts_dev", help="the weights kept: best STS dev, best dev loss, or the last"
+    )
+    sts_dev_every: int | None = param(
+        None, min=1, help="sts_dev: score every N steps (SimCSE: 125); null: each epoch"
+    )
+    dev_loss_examples: int = param(
+        1000, min=2, help="dev_loss: training examples held out and scored (at most a tenth)"
+    )
+    max_grad_norm: float | None = param(
+        None, min=0.0, help="clip the gradient norm (SimCSE's HF Trainer: 1.0); null: no clip"
+    )
     max_examples: int | None = param(min=2)
     freeze_embeddings: bool
     train_layers: int | None = param(
@@ -526,6 +538,10 @@ METHOD_SETTINGS = (
     "batch_size",
     "epochs",
     "patience",
+    "selection",  # each paper's model selection (paracl.parts.training.selection)
+    "sts_dev_every",
+    "dev_loss_examples",
+    "max_grad_norm",
     "max_seq_length",
     "freeze_embeddings",
     "train_layers",

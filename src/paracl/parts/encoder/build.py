@@ -19,7 +19,10 @@ exactly what the evaluate stage encodes with and what the training dev score mea
   without the MLP (as SimCSE evaluates its unsupervised models), the MLP's weights kept as
   the transformer's pooler (as SimCSE converts every checkpoint: `mlp_into_pooler`);
   `cls_mlp_always` keeps the MLP in the saved embedding too (a Dense module after the
-  Pooling), as SimCSE trains and evaluates its supervised models. All are sentence-transformers
+  Pooling), as SimCSE trains and evaluates its supervised models. An MLP that no step
+  trained (the `none` method, EBSIM's cross-encoder heads, any loss that never reads the
+  sentence embedding) is dropped whole: the saved encoder keeps the base's own pooler and
+  carries no weights nobody trained (`trained_mlp`). All are sentence-transformers
   Pooling modes, so a saved folder needs no code of ours. `None` keeps the base's own
   pooling (the `none` method: the base as published). A base whose Pooling differs from
   the asked one gets the asked one (logged).
@@ -83,6 +86,7 @@ MLP_POOLINGS = ("cls_mlp", "cls_mlp_always")
 SIMCSE_MLP = "paracl_simcse_mlp"  # attribute that marks SimCSE's MLP (mlp_into_pooler)
 PROMPT_NAME = "sentence"  # the name train_contrastive.prompt is saved under (prompts)
 TRAINING_ONLY = "paracl_training_only"  # attribute that marks SimCSE's MLP: dropped at save
+INITIAL = "paracl_initial"  # attribute: the MLP's weights as built (trained_mlp compares)
 CARD = "README.md"
 # Left out when the base is copied as-is: formats SentenceTransformer(path) (torch) never reads.
 OTHER_FORMATS = frozenset(
@@ -222,6 +226,7 @@ def _with_pooling(
         mlp = Dense(dim, dim, activation_function=torch.nn.Tanh())
         setattr(mlp, SIMCSE_MLP, True)
         setattr(mlp, TRAINING_ONLY, pooling == "cls_mlp")
+        setattr(mlp, INITIAL, [p.detach().clone() for p in mlp.parameters()])
         modules.insert(at + 1, mlp)
         changed = True
     return _with_modules(model, modules) if changed else model
@@ -242,10 +247,31 @@ def _with_modules(
     )
 
 
+def trained_mlp(model: SentenceTransformer) -> Dense | None:
+    """SimCSE's MLP if a step has trained it, i.e. its weights moved from those it was
+    built with; None where there is none or it is still as built (`none`, EBSIM: their
+    losses never read the sentence embedding, so the MLP is random weights)."""
+    mlp = next((m for m in model if getattr(m, SIMCSE_MLP, False)), None)
+    if mlp is None:
+        return None
+    built = getattr(mlp, INITIAL)
+    moved = any(
+        not torch.equal(p.detach().cpu(), b) for p, b in zip(mlp.parameters(), built, strict=True)
+    )
+    return mlp if moved else None
+
+
 def inference_model(model: SentenceTransformer) -> SentenceTransformer:
-    """The model to score and save: SimCSE's training-only MLP removed (else `model` itself).
-    Shares the modules (and so the weights and the tokenizer's length) with `model`."""
-    kept = [m for m in model if not getattr(m, TRAINING_ONLY, False)]
+    """The model to score and save: SimCSE's training-only MLP removed, and an MLP nobody
+    trained (`trained_mlp`) too (else `model` itself). Shares the modules (and so the
+    weights and the tokenizer's length) with `model`."""
+    trained = trained_mlp(model)
+    kept = [
+        m
+        for m in model
+        if not getattr(m, TRAINING_ONLY, False)
+        and not (getattr(m, SIMCSE_MLP, False) and m is not trained)
+    ]
     return model if len(kept) == len(model) else _with_modules(model, kept)
 
 
@@ -268,9 +294,9 @@ def mlp_into_pooler(model: SentenceTransformer) -> bool:
     `pooler`): the trained MLP (dense + tanh) becomes the transformer's pooler, so a
     classifier that reads pooler_output (BertForSequenceClassification: the fine-tuned
     tasks) starts from it, as it does on the authors' released models. The sentence
-    embedding stays [CLS] without it. False where there is no MLP or no pooler of its shape
-    (causal LMs, mean pooling)."""
-    mlp = next((m for m in model if getattr(m, SIMCSE_MLP, False)), None)
+    embedding stays [CLS] without it. False where there is no trained MLP (`trained_mlp`:
+    the base's own pooler stays) or no pooler of its shape (causal LMs, mean pooling)."""
+    mlp = trained_mlp(model)
     pooler = getattr(getattr(model[0], "auto_model", None), "pooler", None)
     dense = getattr(pooler, "dense", None)
     if mlp is None or dense is None or dense.weight.shape != mlp.linear.weight.shape:
@@ -289,7 +315,7 @@ def save_encoder(
 ) -> None:
     """Save the inference model atomically at `max_seq_length` (None: the model's current
     one), with `card` as README.md; the directory loads with SentenceTransformer and
-    AutoModel. SimCSE's MLP is saved as the pooler (`mlp_into_pooler`)."""
+    AutoModel. SimCSE's MLP, if trained, is saved as the pooler (`mlp_into_pooler`)."""
     mlp_into_pooler(model)
     inference = inference_model(model)
     with atomic_dir(path) as tmp, truncation(inference, max_seq_length):

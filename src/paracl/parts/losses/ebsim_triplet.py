@@ -210,17 +210,27 @@ class EbsimObjective:
         total = 0.0
         for start in range(0, len(batch), mini):
             part = batch.iloc[start : start + mini]
-            t = part["anchor"].astype(str).tolist()
-            with autocast(device, precision):
-                pos = self._pair_scores(model, t, part["positive"].astype(str).tolist())
-                neg = self._pair_scores(model, t, part["negative"].astype(str).tolist())
-            loss = self.loss_fn(pos, neg) * (len(part) / len(batch) * scale)
+            loss = self._loss(model, part, precision) * (len(part) / len(batch) * scale)
             if scaler is None:
                 loss.backward()
             else:
                 backward(loss, scaler)
             total += float(loss.detach())
         return total
+
+    def _loss(self, model: SentenceTransformer, part: pd.DataFrame, precision: str) -> Tensor:
+        """Eq. 5 over `part`'s triples: its (t, s_p) and (t, s_n) pairs cross-encoded."""
+        t = part["anchor"].astype(str).tolist()
+        with autocast(model.device, precision):
+            pos = self._pair_scores(model, t, part["positive"].astype(str).tolist())
+            neg = self._pair_scores(model, t, part["negative"].astype(str).tolist())
+        return self.loss_fn(pos, neg)
+
+    def loss_of(
+        self, model: SentenceTransformer, batch: pd.DataFrame, precision: str = DEFAULT_PRECISION
+    ) -> float:
+        """The batch's loss without a backward pass (selection: dev_loss)."""
+        return float(self._loss(model, batch, precision))
 
     def parameters(self) -> list[torch.nn.Parameter]:
         """The RA/AA heads: trained beside the encoder, not saved with it."""

@@ -123,7 +123,8 @@ def _mlp_note(params: dict[str, Any] | None) -> str:
     if params and params.get("pooling") == "cls_mlp":
         return (
             " (trained with SimCSE's MLP on [CLS]: not part of the embedding, saved as"
-            " the transformer's pooler where it has one, as SimCSE converts its checkpoints)"
+            " the transformer's pooler where it has one, as SimCSE converts its checkpoints;"
+            " an MLP no step trained is not saved)"
         )
     return ""
 

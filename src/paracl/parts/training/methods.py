@@ -35,6 +35,7 @@ from paracl.parts.training.card import model_card
 from paracl.parts.training.checkpoint import Checkpoint
 from paracl.parts.training.data import load_examples
 from paracl.parts.training.dev import read_sts, sts_spearman
+from paracl.parts.training.selection import hold_out
 from paracl.parts.training.trainer import TrainConfig, train
 
 TRAIN_LAYERS = "train_contrastive.train_layers"  # the param a refusal of freeze names
@@ -244,6 +245,10 @@ def train_method(
         metrics["triples"] = examples["kind"].value_counts().sort_index().to_dict()
     else:
         examples = load_examples(spec.train_path, cfg["max_examples"], seed, tags=spec.tags)
+    dev_examples = None
+    if cfg["selection"] == "dev_loss":  # the PPDB paper's and EBSIM's dev sample
+        examples, dev_examples = hold_out(examples, cfg["dev_loss_examples"], seed)
+        metrics["dev_examples"] = len(dev_examples)
     objective = module.objective(model, spec.params, cfg)
     if "negative" in getattr(objective, "column_names", ()) and examples["negative"].isna().any():
         raise InputError(f"{spec.train_path}: method {spec.name} needs a 'negative' for every row")
@@ -257,10 +262,23 @@ def train_method(
         mega_batch=objective.mega_batch,
         length_grouping=cfg["length_grouping"],
         precision=cfg.get("precision", TrainConfig.precision),  # top-level (run.train_config)
+        **selection_config(cfg),
     )
     result = train(
-        model, examples, objective, config, dev_score, logger, objective.parameters(), checkpoint
+        model,
+        examples,
+        objective,
+        config,
+        dev_score,
+        logger,
+        objective.parameters(),
+        checkpoint,
+        dev_examples,
     )
+    if result.best_dev is None:  # not selected on STS dev: the kept weights' score
+        result.best_dev = parallel.main_value(
+            lambda: dev_score(inference_model(model)), model.device
+        )
     metrics.update(
         {
             "loss": objective.name,
@@ -275,6 +293,9 @@ def train_method(
             "last_loss": float(f"{result.losses[-1]:.6g}"),
         }
     )
+    if (cfg["selection"], cfg["sts_dev_every"]) != ("sts_dev", None):  # not the default rule
+        metrics["selection"] = cfg["selection"]
+        metrics["best_step"] = result.best_step if cfg["sts_dev_every"] else None
     if parallel.is_main():
         training = {
             "loss": objective.name,
@@ -294,6 +315,11 @@ def train_method(
         )
         save_encoder(model, out_dir, saved_length, text)
     return metrics
+
+
+def selection_config(cfg: dict) -> dict:
+    """The TrainConfig keys of model selection and clipping (selection.py)."""
+    return {key: cfg[key] for key in ("selection", "sts_dev_every", "max_grad_norm")}
 
 
 def card_params(spec: MethodSpec, cfg: dict, seed: int) -> dict:

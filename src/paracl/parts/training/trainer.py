@@ -11,8 +11,11 @@ sentence-transformers provides the model, its saving and the InfoNCE (MNRL) loss
   as the full batch; see grad_cache.py) — never through plain accumulation, which would
   shrink the negatives. EBSIM's per-example triplet loss accumulates exactly, so it uses
   plain accumulation over mini-batches.
-- After each epoch the dev score (STS dev Spearman) is computed; training stops after
-  `patience` epochs without a gain and the best epoch's weights are restored.
+- Model selection as the method's paper does it (`selection`, selection.py): STS dev
+  Spearman after each epoch (the default) or every `sts_dev_every` steps (SimCSE), the
+  loss on a held-out dev sample after each epoch (PPDB, EBSIM), or the last weights; per
+  epoch, training stops after `patience` epochs without a gain, and the best weights are
+  restored. `max_grad_norm` clips the gradient norm (SimCSE's HF Trainer: 1.0).
 - Mixed precision as `precision` says (paracl.core.device: auto = bf16 on GPUs that have it,
   fp16 on older ones, fp32 on CPU); in fp16 the loss is scaled (torch.amp.GradScaler)
   so small gradients do not flush to zero, a no-op otherwise. Seeds fix shuffling and
@@ -60,6 +63,7 @@ from paracl.parts.training.checkpoint import (
     sigterm_requests,
 )
 from paracl.parts.training.grad_cache import cached_step
+from paracl.parts.training.selection import dev_loss, step_eval_due
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +80,9 @@ class TrainConfig:
     weight_decay: float = 0.0
     length_grouping: bool = False  # batches of similar length (less padding; paracl.core.batching)
     precision: str = DEFAULT_PRECISION  # auto | bf16 | fp16 | fp32 (paracl.core.device)
+    selection: str = "sts_dev"  # sts_dev | dev_loss | none (selection.py)
+    sts_dev_every: int | None = None  # sts_dev: every N steps (SimCSE); None: each epoch
+    max_grad_norm: float | None = None  # clip the gradient norm (SimCSE's HF Trainer: 1.0)
 
 
 @dataclass
@@ -83,7 +90,9 @@ class TrainResult:
     steps: int = 0
     epochs_run: int = 0
     best_epoch: int = 0
-    best_dev: float | None = None
+    best_dev: float | None = None  # STS dev Spearman of the kept weights (sts_dev)
+    best_step: int = 0  # the step whose weights were kept (sts_dev_every); 0: an epoch's end
+    dev_losses: list[float] = field(default_factory=list)  # dev_loss: one per epoch
     losses: list[float] = field(default_factory=list)
     dev_history: list[float] = field(default_factory=list)
     examples_seen: int = 0
@@ -188,13 +197,15 @@ def train(
     logger: Logger | None = None,
     extra_params: list[torch.nn.Parameter] | None = None,
     checkpoint: Checkpoint | None = None,
+    dev_examples: pd.DataFrame | None = None,
 ) -> TrainResult:
     """Train `model` in place on `examples` with `objective`; returns the curves.
 
     With `checkpoint`, the loop saves its whole state there every `checkpoint.every`
     steps and, on SIGTERM, at the end of the step before raising TrainingInterrupted; a
     state found there is resumed from (logged values are replayed into `logger`), so a
-    killed run ends with the weights and curves of an uninterrupted one."""
+    killed run ends with the weights and curves of an uninterrupted one. `dev_examples`:
+    the held-out sample `selection: dev_loss` scores (selection.hold_out)."""
     seed_everything(config.seed + parallel.rank())  # ranks draw their own dropout masks
     device = model.device
     extra = list(extra_params or [])
@@ -216,6 +227,7 @@ def train(
     mini = config.mini_batch_size or config.batch_size
     mega = max(1, config.mega_batch)
     progress = _Progress(TrainResult())
+    select = _Selector(config, model, objective, dev_score, dev_examples, total)
 
     def record(key: str, value: float, step: int) -> None:
         progress.logged.append((key, value, step))
@@ -268,7 +280,7 @@ def train(
                     parallel.average_gradients(params)
                     if not math.isfinite(loss):
                         raise FloatingPointError(f"loss became {loss} at step {result.steps}")
-                    if not optimizer_step(optimizer, scaler):
+                    if not optimizer_step(optimizer, scaler, params, config.max_grad_norm):
                         result.skipped_steps += 1
                     scheduler.step()
                     result.steps += 1
@@ -277,6 +289,7 @@ def train(
                     record("train/loss", loss, result.steps)
                     bar.update(1)
                     progress.epoch, progress.batch = epoch, m0 + j + 1
+                    select.after_step(progress, record, epoch)
                     if checkpoint is None:
                         continue
                     # every rank stops at the same step when any of them got SIGTERM
@@ -295,27 +308,85 @@ def train(
             bar.close()
             result.epochs_run = epoch + 1
             progress.epoch, progress.batch = epoch + 1, 0
-            if dev_score is None:  # the last epoch is the best
-                progress.best_state, result.best_epoch = None, epoch + 1
-                continue
-            score = parallel.main_value(lambda: dev_score(inference_model(model)), device)
-            result.dev_history.append(score)
-            record("dev/spearman", score, result.steps)
-            best = -math.inf if result.best_dev is None else result.best_dev
-            if parallel.is_main():
-                log.info("epoch %d: dev %.2f (best before %.2f)", epoch + 1, score, best)
-            if score > best:
-                result.best_dev, result.best_epoch, progress.bad_epochs = score, epoch + 1, 0
-                last = epoch + 1 == config.epochs
-                progress.best_state = None if last else copy.deepcopy(model.state_dict())
-            else:
-                progress.bad_epochs += 1
-                if progress.bad_epochs >= config.patience:
-                    log.info("early stop: %d epochs without dev gain", progress.bad_epochs)
-                    break
+            if select.after_epoch(progress, record, epoch):
+                break
     if progress.best_state is not None:
         model.load_state_dict(progress.best_state)
     return result
+
+
+class _Selector:
+    """Which weights the run keeps (config.selection; selection.py): it scores the model
+    when the rule says so and keeps a copy of the best weights while later steps may run."""
+
+    def __init__(self, config: TrainConfig, model, objective, dev_score, dev_examples, total):
+        self.config, self.model, self.objective, self.total = config, model, objective, total
+        self.dev_score, self.dev_examples = dev_score, dev_examples
+        if config.selection == "dev_loss" and dev_examples is None:
+            raise ValueError("selection dev_loss needs dev_examples (selection.hold_out)")
+
+    def _sts(self) -> float:
+        """STS dev Spearman (rank 0's); the model back in the mode it was in (encode sets
+        eval mode, and a step evaluation falls inside an epoch)."""
+        model, was = self.model, self.model.training
+        score = parallel.main_value(lambda: self.dev_score(inference_model(model)), model.device)
+        model.train(was)
+        return score
+
+    def _keep(self, progress: _Progress, epoch: int, at_end_of_run: bool) -> None:
+        progress.result.best_epoch = epoch + 1
+        progress.best_state = None if at_end_of_run else copy.deepcopy(self.model.state_dict())
+
+    def after_step(self, progress: _Progress, record: Logger, epoch: int) -> None:
+        """SimCSE's cadence: STS dev every sts_dev_every steps, the best kept; a run shorter
+        than that scores its last step, so it has a dev score."""
+        result, every = progress.result, self.config.sts_dev_every
+        if self.config.selection != "sts_dev" or self.dev_score is None or every is None:
+            return
+        last = result.steps == self.total
+        if not (step_eval_due(every, result.steps) or (last and result.best_dev is None)):
+            return
+        score = self._sts()
+        result.dev_history.append(score)
+        record("dev/spearman", score, result.steps)
+        if result.best_dev is None or score > result.best_dev:
+            result.best_dev, result.best_step = score, result.steps
+            self._keep(progress, epoch, last)
+
+    def after_epoch(self, progress: _Progress, record: Logger, epoch: int) -> bool:
+        """The epoch's selection; True: `patience` epochs without a gain, stop."""
+        result, config = progress.result, self.config
+        last = epoch + 1 == config.epochs
+        if config.selection == "none" or (config.selection == "sts_dev" and self.dev_score is None):
+            progress.best_state, result.best_epoch = None, epoch + 1  # the last is kept
+            return False
+        if config.selection == "sts_dev" and config.sts_dev_every is not None:
+            return False  # scored by steps (after_step), never stopped early
+        if config.selection == "sts_dev":
+            score = self._sts()
+            result.dev_history.append(score)
+            record("dev/spearman", score, result.steps)
+            best = -math.inf if result.best_dev is None else result.best_dev
+        else:
+            loss = dev_loss(self.model, self.objective, self.dev_examples, config.batch_size,
+                            config.seed, config.precision)  # fmt: skip
+            result.dev_losses.append(loss)
+            record("dev/loss", loss, result.steps)
+            score = -loss
+            best = -result.dev_losses[result.best_epoch - 1] if result.best_epoch else -math.inf
+        if parallel.is_main():
+            log.info("epoch %d: dev %.4g (best before %.4g)", epoch + 1, abs(score), abs(best))
+        if score > best:
+            if config.selection == "sts_dev":
+                result.best_dev = score
+            progress.bad_epochs = 0
+            self._keep(progress, epoch, last)
+            return False
+        progress.bad_epochs += 1
+        if progress.bad_epochs >= config.patience:
+            log.info("early stop: %d epochs without dev gain", progress.bad_epochs)
+            return True
+        return False
 
 
 def _capture(
