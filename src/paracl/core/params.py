@@ -340,6 +340,9 @@ class TrainContrastive(Section):
         data: str | None = param(None, help="with data: input is the encoder it continues from")
         seeds: list[int] | None = param(None, min=0, help="one run each; null: shared seeds")
         tags: str | None = param(None, help="generated paraphrases of this tag pair only")
+        task: str | None = param(
+            None, help="train on this evaluation task's train split (input: its file)"
+        )
 
     class Run(Section):
         """One entry of train_contrastive.runs, which `paracl expand` writes (expand_runs)."""
