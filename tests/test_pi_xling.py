@@ -228,3 +228,15 @@ def test_the_papers_claims_are_judged_over_seeds():
     assert sm.verdict(within) == ("holds" if within["holds"] else "does not hold")
     text = sm.to_markdown(summary)
     assert sm.PI_MEASURES["pi_ja"] in text  # the claim's "On" names its PI accuracy
+
+
+def test_cross_pairs_of_googles_layout_are_aligned_by_id(tmp_path):
+    """x-final (the paper presets' PAWS-X): a header and an id per pair, checked line by line."""
+    en, ja = tmp_path / "en.tsv", tmp_path / "ja.tsv"
+    en.write_text(HEADER + "7\tea\teb\t1\n8\tec\ted\t0\n", encoding="utf-8")
+    ja.write_text(HEADER + "7\tja\tjb\t1\n8\tjc\tjd\t0\n", encoding="utf-8")
+    pairs = readers.read_pawsx_cross(en, ja, "en_ja")
+    assert pairs.values.tolist() == [["ea", "jb", "1"], ["ec", "jd", "0"]]
+    ja.write_text(HEADER + "8\tjc\tjd\t0\n7\tja\tjb\t1\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"ja.tsv:2: id '8', not line-aligned"):
+        readers.read_pawsx_cross(en, ja, "en_ja")

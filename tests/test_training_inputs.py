@@ -99,8 +99,8 @@ def test_pi_triples_take_label_0_partners_as_hard_negatives(tmp_path):
         "5\tNo partner here .\tHere , no partner .\t1\r\n",  # no label-0 pair: no negative
         encoding="utf-8",
     )
-    ex = load_examples(tsv, None, 0)
-    assert ex.values.tolist() == [
+    ex = load_examples(tsv, None, 0).astype(object)
+    assert ex.where(ex.notna(), None).values.tolist() == [
         ["A met B in Paris .", "In Paris , A met B .", "B met A in Paris ."],
         ["In 1902 , C left .", "C left in 1902 .", "C left in 1920 ."],
         ["No partner here .", "Here , no partner .", None],
@@ -124,5 +124,5 @@ def test_pi_triples_from_the_mirrors_paws_wiki_dev(mirror):
     assert 2000 < ex["negative"].notna().sum() < len(ex)
     for a, p, n in ex.sample(200, random_state=0).values:
         assert (a, p, "1") in pairs or (p, a, "1") in pairs
-        assert n is None or (a, n, "0") in pairs or (n, a, "0") in pairs
+        assert pd.isna(n) or (a, n, "0") in pairs or (n, a, "0") in pairs
     assert load_examples(path, None, 0).equals(ex)  # deterministic

@@ -535,6 +535,7 @@ METHOD_SETTINGS = (
     "pooling",
     "max_examples",  # a learning curve: one method at several lengths (issue 33 item 5)
     "precision",  # the top-level key: each paper's code trains in its own (paper presets)
+    "base_model",  # a paper's rows on its own base beside the others (cross-lingual PI: LaBSE)
 )
 ENCODERS = "models/encoders/"  # dvc.yaml: train_contrastive@<run> writes ENCODERS + <run>
 EXPAND = "paracl expand"  # the command that rewrites train_contrastive.runs

@@ -28,6 +28,7 @@ from paracl.parts.evaluation.tasks import (  # the job registry lives with the t
     PI_XLING,
     PI_XLING_SETS,
     UNSUP,
+    get_task,
     job_info,
     load_task_for,
 )
@@ -145,6 +146,6 @@ def _pi_xling(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -
     log.info("PI en/ja at threshold %.3f: %s", out["threshold"],
              {k: round(v, 1) for k, v in sets.items()})  # fmt: skip
     note = (f"threshold: {out['provenance']['dev']}; en: {out['provenance']['test']}; ja, en_ja, "
-            f"ja_en, translation: PAWS-X dev; {_sample_note(cfg, seed)}")  # fmt: skip
+            f"ja_en, translation: {get_task(PI_XLING[task]).source}; {_sample_note(cfg, seed)}")  # fmt: skip
     return {**out, "breakdown": sets, "score": float(np.mean([sets[k] for k in PI_XLING_SETS])),
             "score_std": 0.0, "split_note": note}  # fmt: skip

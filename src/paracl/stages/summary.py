@@ -26,6 +26,7 @@ is nothing to pair). A claim "holds" when p < 0.05 and the difference has the pa
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from scipy import stats
 
 from paracl.core.io import read_json
 from paracl.core.tables import header_cells, markdown_table
-from paracl.parts.evaluation.tasks import job_info
+from paracl.parts.evaluation.tasks import PI_XLING, job_info
 
 GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")
 ALPHA = 0.05  # significance level of the t-test over seeds
@@ -101,6 +102,7 @@ PI_CLAIMS = (
      "pi_cross"),
 )  # fmt: skip
 PI_SETS = ("en", "ja", "en_ja", "ja_en")  # Table I's mean (tasks.PI_XLING_SETS)
+PI_PREFIXES = ("", "labse_")  # pi-en-ja's rows, and the paper presets' (on LaBSE)
 NOT_RUN = "not run for this method (evaluate.finetune_methods)"
 NO_FILE = "not run (no metrics file)"
 
@@ -398,22 +400,23 @@ def pi_xling_summary(results: dict, groups: dict[str, list[str]]) -> dict | None
     method (its pi_xling jobs, one per training seed) and a cross-encoder row per method
     fine-tuned on paws_xling (its fine-tuning seeds; `none`'s is CROSS_ENCODER). None
     where no run has a pi_xling job."""
-    if not any((per or {}).get("pi_xling") for per in results.values()):
+    job = next((j for j in PI_XLING if any((per or {}).get(j) for per in results.values())), None)
+    if job is None:
         return None
     rows, base = {}, None
     for method, names in groups.items():
-        jobs = {n: results[n].get("pi_xling") for n in names if n in results}
+        jobs = {n: results[n].get(job) for n in names if n in results}
         if not jobs:
             continue
         params = next((j.get("parameters") for j in jobs.values() if j), None)
         base = base or next(((j.get("encoder") or {}).get("base_model", {}).get("id")
                              for j in jobs.values() if j), None)  # fmt: skip
         rows[method] = _pi_row({n: _pi_bi(j) for n, j in jobs.items()}, "Bi-encoder", params)
-        tuned = [_pi_cross(results[n].get("paws_xling")) for n in names if n in results]
+        tuned = [_pi_cross(results[n].get(PI_XLING[job])) for n in names if n in results]
         if len(tuned) == 1 and tuned[0]:
             name = CROSS_ENCODER if method == "none" else f"{method} + {CROSS_ENCODER}"
             rows[name] = _pi_row(tuned[0], "Cross-encoder", params)
-    return {"rows": rows, "base_model": base, "sets": list(PI_SETS)}
+    return {"rows": rows, "base_model": base, "sets": list(PI_SETS), "job": job}
 
 
 def _pi_sample(row: dict, on: str) -> dict[str, float | None]:
@@ -427,10 +430,19 @@ def _pi_sample(row: dict, on: str) -> dict[str, float | None]:
     return {n: (pick(v) if v else None) for n, v in row["runs"].items()}
 
 
+def _prefixed(method: str, prefix: str) -> str:
+    """A PI_CLAIMS row name under a preset's prefix (paper-en: labse_ams_full, and the
+    cross-encoder of labse_none)."""
+    if method != CROSS_ENCODER:
+        return prefix + method
+    return CROSS_ENCODER if not prefix else f"{prefix}none + {CROSS_ENCODER}"
+
+
 def pi_claims(rows: dict[str, dict]) -> list[dict]:
     """PI_CLAIMS whose two rows exist, in the shape `claims` gives (verdict() reads them)."""
     out = []
-    for claim, method, other, on in PI_CLAIMS:
+    for (claim, method, other, on), prefix in itertools.product(PI_CLAIMS, PI_PREFIXES):
+        method, other = prefix + method, _prefixed(other, prefix)
         if method not in rows or other not in rows:
             continue
         a, b = _pi_sample(rows[method], on), _pi_sample(rows[other], on)

@@ -221,17 +221,24 @@ def read_pawsx(path: str | Path) -> pd.DataFrame:
 
 
 def _pawsx_lines(path: str | Path) -> list[tuple[int, list[str]]]:
-    """Every non-blank line of an XTREME-layout PAWS-X file, untranslated ones included
-    (line alignment with the other language's file depends on them)."""
-    out = []
+    """(line number, [s1, s2, label, id]) of every pair of a PAWS-X file, untranslated ones
+    included (line alignment with the other language's file depends on them): the XTREME
+    layout (s1, s2, label; no header, csv-quoted) or Google's (a header `id sentence1
+    sentence2 label`; id last here, "" in the XTREME layout)."""
+    out, at = [], (0, 1, 2, None)
     for i, line in _lines(path):
-        if line.strip():
-            p = next(csv.reader([line], delimiter="\t"))
-            if len(p) < 3:
-                raise InputError(f"{path}:{i}: expected 3 tab-separated fields, got {len(p)}")
-            if p[2] not in ("0", "1"):
-                raise InputError(f"{path}:{i}: label {p[2]!r} is not 0 or 1")
-            out.append((i, p))
+        if not line.strip():
+            continue
+        p = next(csv.reader([line], delimiter="\t")) if at[3] is None else line.split("\t")
+        if i == 1 and {"id", "sentence1", "sentence2", "label"} <= set(p):
+            at = tuple(p.index(k) for k in ("sentence1", "sentence2", "label", "id"))
+            continue
+        if len(p) <= max(k for k in at if k is not None):
+            raise InputError(f"{path}:{i}: expected {len(at)} tab-separated fields, got {len(p)}")
+        row = [p[k] if k is not None else "" for k in at]
+        if row[2] not in ("0", "1"):
+            raise InputError(f"{path}:{i}: label {row[2]!r} is not 0 or 1")
+        out.append((i, row))
     return out
 
 
@@ -267,6 +274,10 @@ def read_pawsx_cross(en_path: str | Path, ja_path: str | Path, kind: str) -> pd.
     en, ja = _pawsx_lines(en_path), _pawsx_lines(ja_path)
     if len(en) != len(ja):
         raise InputError(f"{ja_path}: {len(ja)} pairs, not line-aligned with {en_path} ({len(en)})")
+    for (_, e), (i, j) in zip(en, ja, strict=True):
+        if e[3] != j[3]:  # Google's layout names each pair: the ids must match line by line
+            raise InputError(f"{ja_path}:{i}: id {j[3]!r}, not line-aligned with {en_path} "
+                             f"(id {e[3]!r})")  # fmt: skip
     rows = []
     for (_, e), (_, j) in zip(en, ja, strict=True):
         if kind == "translation":

@@ -189,6 +189,12 @@ def _pawsx_cross(kind: str) -> Split:
         p, p.with_name("dev-ja.tsv"), kind))  # fmt: skip
 
 
+def _pawsx_full_cross(kind: str) -> Split:
+    """Cross-lingual pairs of PAWS-X test as Google publishes it (x-final en + ja)."""
+    return Split("pawsx/x-final/en/test_2k.tsv", lambda p: readers.read_pawsx_cross(
+        p, p.parents[1] / "ja" / "test_2k.tsv", kind), "pawsx-full")  # fmt: skip
+
+
 def _pawsx_ja(name: str, alt: Split | None = None) -> Split:
     """PAWS-X Japanese as Google publishes it (x-final.tar.gz, labelled test included)."""
     return Split(f"pawsx/x-final/ja/{name}.tsv", readers.read_paws, "pawsx-full", alt)
@@ -381,6 +387,19 @@ TASKS: dict[str, Task] = {
             source="google-research-datasets/paws: PAWS-Wiki (Final) dev and test, PAWS-X dev "
                    "en + ja (line-aligned)", hp_source=PPDB,
         ),
+        # the same on the full PAWS-X (the paper presets): English train, the official dev
+        # chooses the threshold, English and Japanese test (labelled) and their cross pairs.
+        # PAWS-X en train is PAWS-Wiki train; its dev and test come from PAWS-Wiki dev.
+        Task(
+            "pawsx_xling", "PAWS-X en→ja", "en", "classification", "accuracy",
+            splits={s: Split(f"pawsx/x-final/en/{f}.tsv", readers.read_paws, "pawsx-full")
+                    for s, f in (("train", "train"), ("dev", "dev_2k"), ("test", "test_2k"))},
+            eval_sets={"ja": _pawsx_ja("test_2k"),
+                       **{k: _pawsx_full_cross(k) for k in readers.CROSS}},
+            labels=BINARY, group="Paraphrase",
+            source="google-research-datasets/paws, PAWS-X x-final (en train/dev/test, ja test)",
+            hp_source=PPDB, paper_sizes=(49_401, 2_000, 2_000),
+        ),
     ]
 }  # fmt: skip
 
@@ -401,7 +420,7 @@ UNSUP = {"unsup_sts_en": "en", "unsup_sts_ja": "ja"}  # cosine STS of the encode
 PI = {"pi_en": "en", "pi_ja": "ja"}  # cosine-threshold paraphrase identification
 # the cross-lingual PI paper offline: threshold on held-out English PAWS, accuracy on
 # English PAWS-Wiki test, Japanese PAWS-X dev and their cross-lingual pairs (job -> task)
-PI_XLING = {"pi_xling": "paws_xling"}
+PI_XLING = {"pi_xling": "paws_xling", "pi_xling_full": "pawsx_xling"}
 PI_XLING_SETS = ("en", "ja", "en_ja", "ja_en")  # Table I's mean accuracy is over these
 TABLE6 = "Domain (JCSE Table 6)"
 DOMAIN = {  # JCSE's domain tasks: clinical STS by cosine, educational question retrieval
