@@ -385,7 +385,7 @@ TASKS: dict[str, Task] = {
                        **{k: _pawsx_cross(k) for k in readers.CROSS}},
             labels=BINARY, group="Paraphrase", fixed_carve=(0.2, 42),
             source="google-research-datasets/paws: PAWS-Wiki (Final) dev and test, PAWS-X dev "
-                   "en + ja (line-aligned)", hp_source=PPDB,
+                   "en + ja (line-aligned)", hp_source="",
         ),
         # the same on the full PAWS-X (the paper presets): English train, the official dev
         # chooses the threshold, English and Japanese test (labelled) and their cross pairs.
@@ -398,7 +398,7 @@ TASKS: dict[str, Task] = {
                        **{k: _pawsx_full_cross(k) for k in readers.CROSS}},
             labels=BINARY, group="Paraphrase",
             source="google-research-datasets/paws, PAWS-X x-final (en train/dev/test, ja test)",
-            hp_source=PPDB, paper_sizes=(49_401, 2_000, 2_000),
+            hp_source="", paper_sizes=(49_401, 2_000, 2_000),
         ),
     ]
 }  # fmt: skip
