@@ -240,3 +240,64 @@ def test_cross_pairs_of_googles_layout_are_aligned_by_id(tmp_path):
     ja.write_text(HEADER + "8\tjc\tjd\t0\n7\tja\tjb\t1\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"ja.tsv:2: id '8', not line-aligned"):
         readers.read_pawsx_cross(en, ja, "en_ja")
+
+
+def test_bi_encoder_and_cross_encoder_jobs_end_to_end(tiny_bert, tmp_path, one_thread):
+    """On the tiny BERT: the pi_xling job and the cross-encoder (paws_xling fine-tuned),
+    then the summary's Table I from their JSON, as the preset's stages run them."""
+    from paracl.stages.evaluate import run_job
+    from paracl.stages.evaluate_finetune import run_finetune_job
+
+    words = "a man dog runs sat the cat big red old city river".split()
+    rng = np.random.default_rng(0)
+    sent = lambda: " ".join(rng.choice(words, 5)) + " ."  # noqa: E731
+    rows = lambda n: [(sent(), sent(), str(i % 2)) for i in range(n)]  # noqa: E731
+    xen = rows(12)
+    xja = [(f"{a}ja", f"{b}ja", y) for a, b, y in xen]
+    raw = _raw(tmp_path, rows(40), xen, xja, wiki_test=rows(12))
+    cfg = {"raw_dir": raw, "max_eval_pairs": None, "encode_batch_size": 16, "seeds": [1, 2],
+           "epochs": 1, "lr": 1e-3, "batch_size": 8, "patience": 1, "max_train": None,
+           "max_dev": None, "max_test": 8, "max_seq_length": 32, "missing_splits": "resplit",
+           "dev_fraction": 0.1, "test_fraction": 0.2}  # fmt: skip
+    bi = run_job("none", "pi_xling", tiny_bert, cfg, seed=0, device=torch.device("cpu"))
+    assert set(bi["breakdown"]) == {"en", "ja", "en_ja", "ja_en", "translation"}
+    assert bi["selection_pairs"] == 8 and bi["parameters"] > 0  # 20 % of 40, fixed
+    ce = run_finetune_job("none", "paws_xling", tiny_bert, cfg, 0, torch.device("cpu"))
+    assert set(ce["eval_sets"]) == {"ja", "en_ja", "ja_en", "translation"}
+    assert ce["samples"]["ja"]["pairs"] == 8 and len(ce["runs"]) == 2
+    summary = sm.build_summary({"none": {"pi_xling": bi, "paws_xling": ce}},
+                               ["pi_xling", "paws_xling"], "all")  # fmt: skip
+    rows_ = summary["pi_xling"]["rows"]
+    assert rows_["none"]["type"] == "Bi-encoder" and rows_["cross-encoder"]["mean"]["n"] == 2
+    assert "| cross-encoder" in sm.to_markdown(summary)
+
+
+@pytest.mark.parametrize("entry", [
+    {"loss": "infonce"},
+    {"loss": "ams", "mega_batch": 1, "mine_k": 0, "hard_negatives": False},
+    {"loss": "ams", "mega_batch": 2, "mine_k": 2, "mine_rule": "threshold", "threshold": 0.0},
+])  # fmt: skip
+def test_the_rows_train_on_the_tasks_train_split(entry, tiny_bert, tmp_path, one_thread):
+    """Each trained row of the preset, on the tiny BERT: PAWS pairs without a partner keep
+    an empty negative, and training reads paws_xling's train split through `task`."""
+    import yaml
+
+    from paracl.parts.training.methods import method_spec, run_config, train_method
+
+    rows = [(f"s{i} a b .", f"a b s{i} .", "1") for i in range(20)]
+    rows += [(f"s{i} a b .", f"b a s{i} .", "0") for i in range(0, 20, 2)]
+    (tmp_path / "raw").mkdir()
+    raw = _raw(tmp_path / "raw", rows, [("x", "y", "1")], [("x", "y", "1")])
+    dev = tmp_path / "sts-dev.csv"
+    dev.write_text("".join(f"g\tf\t2012\t{i}\t{i % 5}.0\ts{i} a\ts{i} b\n" for i in range(8)))
+    spec = method_spec("row", {**entry, "input": f"{raw}/paws-wiki/dev.tsv", "task": "paws_xling"})
+    tc = yaml.safe_load(open("params.yaml"))["train_contrastive"]
+    cfg = run_config(spec, {"precision": "fp32", **tc}) | {
+        "base_model": str(tiny_bert),
+        "batch_size": 4,
+        "max_examples": None,
+        "dev_max_pairs": None,
+    }
+    metrics = train_method(spec, cfg, 1, torch.device("cpu"), tmp_path / "enc", str(dev))
+    assert metrics["examples"] == 16  # 20 positives, a fixed 20 % of all 30 pairs held out
+    assert metrics["steps"] == 4 and (tmp_path / "enc").is_dir()
