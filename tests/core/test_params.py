@@ -170,6 +170,7 @@ def test_method_entries_keep_their_own_params():
         "data": None,
         "seeds": None,
         "tags": None,
+        "task": None,
     }
     assert checked["ams_2"] == {
         "input": "p",
@@ -177,6 +178,7 @@ def test_method_entries_keep_their_own_params():
         "data": None,
         "seeds": [3],
         "tags": None,
+        "task": None,
         "margin": 0.3,
         "threshold": None,
     }

@@ -96,13 +96,14 @@ def test_pi_triples_take_label_0_partners_as_hard_negatives(tmp_path):
         "2\tA met B in Paris .\tB met A in Paris .\t0\r\n"
         "3\tC left in 1902 .\tIn 1902 , C left .\t1\r\n"  # its positive has the partner
         "4\tC left in 1920 .\tIn 1902 , C left .\t0\r\n"
-        "5\tNo partner here .\tHere , no partner .\t1\r\n",  # no label-0 pair: no triple
+        "5\tNo partner here .\tHere , no partner .\t1\r\n",  # no label-0 pair: no negative
         encoding="utf-8",
     )
-    ex = load_examples(tsv, None, 0)
-    assert ex.values.tolist() == [
+    ex = load_examples(tsv, None, 0).astype(object)
+    assert ex.where(ex.notna(), None).values.tolist() == [
         ["A met B in Paris .", "In Paris , A met B .", "B met A in Paris ."],
         ["In 1902 , C left .", "C left in 1902 .", "C left in 1920 ."],
+        ["No partner here .", "Here , no partner .", None],
     ]
     tsv.write_text("id\tsentence1\tsentence2\tlabel\n1\ta\tb\tyes\n2\ta\tc\t0\n")
     with pytest.raises(InputError, match=r"pi.tsv:2: label .yes. is not 0 or 1"):
@@ -110,8 +111,8 @@ def test_pi_triples_take_label_0_partners_as_hard_negatives(tmp_path):
 
 
 def test_pi_triples_from_the_mirrors_paws_wiki_dev(mirror):
-    """The real PAWS-Wiki dev file (8,000 pairs, CRLF, a header): every triple is a
-    label-1 pair of the file with a label-0 partner of its anchor."""
+    """The real PAWS-Wiki dev file (8,000 pairs, CRLF, a header): every row is a label-1
+    pair of the file, its negative (where it has one) a label-0 partner of its anchor."""
     path = mirror / "paws-wiki" / "dev.tsv"
     raw = pd.read_csv(path, sep="\t", dtype=str, quoting=3, keep_default_na=False)
     pairs = {
@@ -119,8 +120,9 @@ def test_pi_triples_from_the_mirrors_paws_wiki_dev(mirror):
         for a, b, lab in raw[["sentence1", "sentence2", "label"]].values
     }
     ex = load_examples(path, None, 0)
-    assert 2000 < len(ex) <= int((raw["label"] == "1").sum()) == 3539
+    assert len(ex) == int((raw["label"] == "1").sum()) == 3539  # every paraphrase pair
+    assert 2000 < ex["negative"].notna().sum() < len(ex)
     for a, p, n in ex.sample(200, random_state=0).values:
         assert (a, p, "1") in pairs or (p, a, "1") in pairs
-        assert (a, n, "0") in pairs or (n, a, "0") in pairs
+        assert pd.isna(n) or (a, n, "0") in pairs or (n, a, "0") in pairs
     assert load_examples(path, None, 0).equals(ex)  # deterministic

@@ -38,6 +38,7 @@ ARCHITECTURES: dict[str, str] = {
     "microsoft/deberta-v3-large": "deberta-v2",
     "HuggingFaceTB/SmolLM2-135M-Instruct": "llama",  # effect-en's plain base
     "google/gemma-3-270m": "gemma3_text",  # effect-ja's plain base
+    "sentence-transformers/LaBSE": "bert",  # the cross-lingual PI paper's base (paper-en)
 }
 
 # params keys (dotted) that name a model, and what the pipeline does with that model.

@@ -340,6 +340,9 @@ class TrainContrastive(Section):
         data: str | None = param(None, help="with data: input is the encoder it continues from")
         seeds: list[int] | None = param(None, min=0, help="one run each; null: shared seeds")
         tags: str | None = param(None, help="generated paraphrases of this tag pair only")
+        task: str | None = param(
+            None, help="train on this evaluation task's train split (input: its file)"
+        )
 
     class Run(Section):
         """One entry of train_contrastive.runs, which `paracl expand` writes (expand_runs)."""
@@ -548,6 +551,7 @@ METHOD_SETTINGS = (
     "pooling",
     "max_examples",  # a learning curve: one method at several lengths (issue 33 item 5)
     "precision",  # the top-level key: each paper's code trains in its own (paper presets)
+    "base_model",  # a paper's rows on its own base beside the others (cross-lingual PI: LaBSE)
 )
 ENCODERS = "models/encoders/"  # dvc.yaml: train_contrastive@<run> writes ENCODERS + <run>
 EXPAND = "paracl expand"  # the command that rewrites train_contrastive.runs

@@ -74,6 +74,8 @@ def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[
     data = load_task_for(task, cfg, seed)
     caps = {"train": cfg["max_train"], "dev": cfg["max_dev"], "test": cfg.get("max_test")}
     samples = _cap(data, caps, seed)
+    for name, df in data.eval_sets.items():  # zero-shot / cross-lingual sets: test's cap
+        data.eval_sets[name], samples[name] = sample_rows(df, caps["test"], seed, "label")
     ft = FinetuneConfig(
         epochs=cfg["epochs"] or t.epochs,
         lr=cfg["lr"] or t.lr,
@@ -90,6 +92,9 @@ def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[
     paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size, "source": t.hp_source}
     note = "the paper's splits" if data.official_split else "; ".join(
         f"{k}: {v}" for k, v in data.provenance.items())  # fmt: skip
+    if out.get("eval_sets"):  # each set's mean over seeds, as the embedding jobs break down
+        out["breakdown"] = {data.task.lang: out["test"]["mean"],
+                            **{k: v["mean"] for k, v in out["eval_sets"].items()}}  # fmt: skip
     return {
         **out,
         "score": out["test"]["mean"],

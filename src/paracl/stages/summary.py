@@ -28,6 +28,7 @@ with fewer than two seeds on a side it is "not testable".
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from pathlib import Path
 
@@ -36,7 +37,7 @@ from scipy import stats
 
 from paracl.core.io import read_json
 from paracl.core.tables import header_cells, markdown_table
-from paracl.parts.evaluation.tasks import job_info
+from paracl.parts.evaluation.tasks import PI_XLING, job_info
 
 GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")
 ALPHA = 0.05  # significance level of the t-test over seeds
@@ -103,6 +104,33 @@ VARIES = {
     "PPDB Table 3: PPDB positives above supervised SimCSE": ("pooling",),
     "JCSE: two-stage training above stage one alone": ("epochs",),
 }
+# The cross-lingual PI paper's claims (presets/pi-en-ja.yaml), each on a PI accuracy of its
+# own (PI_MEASURES, from the pi_xling / paws_xling jobs: pi_xling_summary): (claim, method,
+# other, measure). Against `none` (one deterministic run) the test is the one-sample t-test
+# of the method's seeds against its value; between methods Welch's; "within 10 %" tests
+# the bi-encoder's seeds against 0.9 × the cross-encoder's fine-tuning seeds.
+CROSS_ENCODER = "cross-encoder"  # the row of `none` fine-tuned on paws_xling's pairs
+PI_MEASURES = {
+    "pi_mean": "PI mean acc",
+    "pi_ja": "PI acc ja (zero-shot)",
+    "pi_cross": "PI acc en–ja / ja–en",
+    "pi_within": "PI mean acc vs 0.9 × cross-encoder",
+}
+PI_CLAIMS = (
+    ("Cross-lingual PI: the full method (AMS, hard negatives, mining) above the base",
+     "ams_full", "none", "pi_mean"),
+    ("Cross-lingual PI §III-D: mega-batch mining above no mining", "ams_full", "ams_hn",
+     "pi_mean"),
+    ("Cross-lingual PI §III-A: PAWS hard negatives above in-batch negatives only", "ams_hn",
+     "ams_pos", "pi_mean"),
+    ("Cross-lingual PI §IV-C: the bi-encoder within 10 % relative of the cross-encoder",
+     "ams_full", CROSS_ENCODER, "pi_within"),
+    ("Cross-lingual PI: zero-shot Japanese above the base", "ams_full", "none", "pi_ja"),
+    ("Cross-lingual PI Table II: cross-lingual pairs above the base", "ams_full", "none",
+     "pi_cross"),
+)  # fmt: skip
+PI_SETS = ("en", "ja", "en_ja", "ja_en")  # Table I's mean (tasks.PI_XLING_SETS)
+PI_PREFIXES = ("", "labse_")  # pi-en-ja's rows, and the paper presets' (on LaBSE)
 NOT_RUN = "not run for this method (evaluate.finetune_methods)"
 NO_FILE = "not run (no metrics file)"
 
@@ -343,7 +371,7 @@ def build_summary(
                 row["vs_none"] = effect_vs(row["runs"], base or rows["none"]["runs"])
                 for m, value in row["measures"].items():
                     value["vs_none"] = effect_vs(value["runs"], rows["none"]["measures"][m]["runs"])
-    return {
+    out = {
         "columns": [{"task": t, **job_info(t)} for t in tasks],
         "measures": kinds,
         "avg_over": avg_over,
@@ -352,6 +380,126 @@ def build_summary(
         "claims": claims(rows),
         "claim_test": CLAIM_TEST,
     }
+    pi = pi_xling_summary(results, groups)
+    if pi:  # the cross-lingual PI paper's tables and claims (presets/pi-en-ja.yaml)
+        out["pi_xling"] = pi
+        out["claims"] += pi_claims(pi["rows"])
+    return out
+
+
+def _pi_bi(r: dict | None) -> dict | None:
+    """One bi-encoder run's PI values (a pi_xling job), None where not scored."""
+    if not r or r.get("score") is None:
+        return None
+    return {"mean": r["score"], "sets": dict(r["breakdown"]), "alignment": r.get("alignment"),
+            "uniformity": r.get("uniformity")}  # fmt: skip
+
+
+def _pi_cross(r: dict | None) -> dict | None:
+    """A paws_xling fine-tuning job's values per fine-tuning seed (the cross-encoder)."""
+    if not r or r.get("score") is None:
+        return None
+    out = {}
+    for run in r["runs"]:
+        sets = {"en": run["test"]["accuracy"],
+                **{k: v["accuracy"] for k, v in run.get("eval_sets", {}).items()}}  # fmt: skip
+        out[f"ft{run['seed']}"] = {"mean": float(np.mean([sets[k] for k in PI_SETS])),
+                                   "sets": sets}  # fmt: skip
+    return out
+
+
+def _pi_row(runs: dict[str, dict | None], kind: str, parameters: int | None) -> dict:
+    """Mean ± sd over a row's runs of each PI value, and the runs' own values."""
+
+    def stat(get) -> dict | None:
+        values = [get(v) for v in runs.values()]
+        if not values or any(x is None for x in values):
+            return None
+        return {"mean": float(np.mean(values)), "n": len(values),
+                "std": statistics.stdev(values) if len(values) > 1 else None}  # fmt: skip
+
+    first = next(iter(runs.values())) or {}
+    return {
+        "type": kind,
+        "parameters": parameters,
+        "runs": runs,
+        "mean": stat(lambda v: v and v["mean"]),
+        "sets": {k: stat(lambda v, k=k: v and v["sets"].get(k)) for k in first.get("sets", {})},
+        "alignment": stat(lambda v: v and v.get("alignment")) if kind == "Bi-encoder" else None,
+        "uniformity": stat(lambda v: v and v.get("uniformity")) if kind == "Bi-encoder" else None,
+    }
+
+
+def pi_xling_summary(results: dict, groups: dict[str, list[str]]) -> dict | None:
+    """The cross-lingual PI paper's tables from the jobs' JSON: one bi-encoder row per
+    method (its pi_xling jobs, one per training seed) and a cross-encoder row per method
+    fine-tuned on paws_xling (its fine-tuning seeds; `none`'s is CROSS_ENCODER). None
+    where no run has a pi_xling job."""
+    job = next((j for j in PI_XLING if any((per or {}).get(j) for per in results.values())), None)
+    if job is None:
+        return None
+    rows, base = {}, None
+    for method, names in groups.items():
+        jobs = {n: results[n].get(job) for n in names if n in results}
+        if not jobs:
+            continue
+        params = next((j.get("parameters") for j in jobs.values() if j), None)
+        base = base or next(((j.get("encoder") or {}).get("base_model", {}).get("id")
+                             for j in jobs.values() if j), None)  # fmt: skip
+        rows[method] = _pi_row({n: _pi_bi(j) for n, j in jobs.items()}, "Bi-encoder", params)
+        tuned = [_pi_cross(results[n].get(PI_XLING[job])) for n in names if n in results]
+        if len(tuned) == 1 and tuned[0]:
+            name = CROSS_ENCODER if method == "none" else f"{method} + {CROSS_ENCODER}"
+            rows[name] = _pi_row(tuned[0], "Cross-encoder", params)
+    return {"rows": rows, "base_model": base, "sets": list(PI_SETS), "job": job}
+
+
+def _pi_sample(row: dict, on: str) -> dict[str, float | None]:
+    """A PI row's values of one PI_MEASURES measure, one per run."""
+    pick = {
+        "pi_mean": lambda v: v["mean"],
+        "pi_within": lambda v: v["mean"],
+        "pi_ja": lambda v: v["sets"].get("ja"),
+        "pi_cross": lambda v: _mean([v["sets"].get("en_ja"), v["sets"].get("ja_en")]),
+    }[on]
+    return {n: (pick(v) if v else None) for n, v in row["runs"].items()}
+
+
+def _prefixed(method: str, prefix: str) -> str:
+    """A PI_CLAIMS row name under a preset's prefix (paper-en: labse_ams_full, and the
+    cross-encoder of labse_none)."""
+    if method != CROSS_ENCODER:
+        return prefix + method
+    return CROSS_ENCODER if not prefix else f"{prefix}none + {CROSS_ENCODER}"
+
+
+def pi_claims(rows: dict[str, dict]) -> list[dict]:
+    """PI_CLAIMS whose two rows exist, in the shape `claims` gives (verdict() reads them)."""
+    out = []
+    for (claim, method, other, on), prefix in itertools.product(PI_CLAIMS, PI_PREFIXES):
+        method, other = prefix + method, _prefixed(other, prefix)
+        if method not in rows or other not in rows:
+            continue
+        a, b = _pi_sample(rows[method], on), _pi_sample(rows[other], on)
+        head = {"claim": claim, "method": method, "other": other, "measure": on}
+        if on == "pi_within":
+            b = {n: None if v is None else 0.9 * v for n, v in b.items()}
+        if len(b) == 1 and other == "none":  # one deterministic value: one-sample test
+            effect = effect_vs(a, b)
+            result = effect and {
+                "diff": effect["diff"],
+                "n_seeds": [effect["n_seeds"]],
+                "p": effect["p"],
+                "holds": effect["holds"],
+                "test": "one-sample t-test against the base's one value",
+            }
+        else:
+            result = compare(a, b)
+        if result is None:
+            out.append({**head, "untested": "not every seed scored yet"})
+        else:
+            out.append({**head, **result})
+    return out
 
 
 def scores(summary: dict) -> dict:
@@ -454,7 +602,7 @@ def to_markdown(summary: dict, decimals: int = 1, marks: dict[str, str] | None =
     if daggers:
         lines.append("† not the official split: a seeded re-split of what exists offline "
                      "(see split_note in metrics/eval/<method>/<task>.json).")  # fmt: skip
-    lines += _breakdowns(summary, fmt) + _claims(summary, fmt)
+    lines += _breakdowns(summary, fmt) + pi_xling_markdown(summary, fmt) + _claims(summary, fmt)
     lines += ["", "Base model that ran, per method:", ""]
     lines += [f"- {m}: {', '.join(r['base_models']) or 'unknown'}" for m, r in rows.items()]
     if notes:
@@ -528,7 +676,7 @@ def _claims(summary: dict, fmt: str) -> list[str]:
     if tested:  # no table header without a row
         table = []
         for c in tested:
-            on = MEASURES.get(c.get("measure"), "Avg.")  # the claim's own measure, named
+            on = MEASURES.get(c.get("measure")) or PI_MEASURES.get(c.get("measure"), "Avg.")
             diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
             p = "n/a" if c["p"] is None else format_p(c["p"])
             table.append([c["claim"], on, diff, p, verdict(c)])
@@ -537,6 +685,82 @@ def _claims(summary: dict, fmt: str) -> list[str]:
                   "not testable: fewer than 2 seeds on a side."]  # fmt: skip
     untested = [f"- {c['claim']} ({c['untested']})." for c in found if "untested" in c]
     return lines + (["", "Not tested here:", "", *untested] if untested else [])
+
+
+PAPER_TABLE_I = "LaBSE bi-encoder 79.3; cross-encoders 85.0–87.2 (mBERT, Coupled, Decoupled)"
+PAPER_TABLE_II = "LaBSE: inter-para 77.4, inter-same 82.2, intra 78.3"
+
+
+def _pi_cell(stat: dict | None, fmt: str) -> str:
+    """mean ± sd (n) of a PI value; n/a where a run is missing."""
+    if stat is None:
+        return "n/a"
+    text = fmt.format(stat["mean"])
+    return text + (f" ± {fmt.format(stat['std'])}" if stat.get("std") is not None else "")
+
+
+def _params(n: int | None) -> str:
+    return "n/a" if n is None else (f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.0f}M")
+
+
+def pi_table_one(pi: dict, fmt: str) -> list[str]:
+    """Table I's layout: model, parameters, mean accuracy, model type (paper §IV-C)."""
+    body = [[f"{name} ({len(r['runs'])} seeds)" if len(r["runs"]) > 1 else name,
+             _params(r["parameters"]), _pi_cell(r["mean"], fmt), r["type"]]
+            for name, r in pi["rows"].items()]  # fmt: skip
+    return ["", f"Table I (cross-lingual PI paper's layout), base {pi['base_model']}:", "",
+            markdown_table(["Model", "Params", "Mean accuracy", "Model type"], body), "",
+            f"Mean accuracy: over {', '.join(pi['sets'])} (×100), at the cosine threshold that "
+            "maximises accuracy on held-out English pairs (bi-encoders); a cross-encoder's own "
+            f"prediction. The paper's (PAWS-X test): {PAPER_TABLE_I}."]  # fmt: skip
+
+
+def pi_table_two(pi: dict, fmt: str) -> list[str]:
+    """Table II's layout: cross-lingual against in-language accuracy, with its parts."""
+
+    def avg(r: dict, keys: tuple[str, ...]) -> dict | None:
+        stats = [r["sets"].get(k) for k in keys]
+        if any(x is None for x in stats):
+            return None
+        runs = [[v["sets"][k] for k in keys] for v in r["runs"].values() if v]
+        per = [float(np.mean(x)) for x in runs]
+        return {"mean": float(np.mean(per)),
+                "std": statistics.stdev(per) if len(per) > 1 else None}  # fmt: skip
+
+    head = ["Model", "Inter-para (en–ja, ja–en)", "Inter-same (translation)",
+            "Intra (en, ja)", "en", "ja (zero-shot)", "en–ja", "ja–en"]  # fmt: skip
+    body = []
+    for name, r in pi["rows"].items():
+        sets = r["sets"]
+        body.append([name, _pi_cell(avg(r, ("en_ja", "ja_en")), fmt),
+                     _pi_cell(sets.get("translation"), fmt), _pi_cell(avg(r, ("en", "ja")), fmt),
+                     *(_pi_cell(sets.get(k), fmt) for k in PI_SETS)])  # fmt: skip
+    return ["", "Table II (its layout): accuracy across languages and within one:", "",
+            markdown_table(head, body), "",
+            "Inter-para: English sentence 1 with the Japanese sentence 2 of the same PAWS-X dev "
+            "pair and the reverse (the 9 pairs whose en and ja labels differ left out); "
+            "inter-same: each sentence with its translation (all paraphrases: the share "
+            f"accepted); intra: en test, ja dev. The paper's: {PAPER_TABLE_II}."]  # fmt: skip
+
+
+def pi_align_uniform(pi: dict, fmt: str) -> list[str]:
+    """Alignment and uniformity per bi-encoder row (§IV-B; SimCSE's definitions)."""
+    body = [[name, _pi_cell(r["alignment"], "{:.3f}"), _pi_cell(r["uniformity"], "{:.3f}")]
+            for name, r in pi["rows"].items() if r["type"] == "Bi-encoder"]  # fmt: skip
+    return ["", "Embedding space (§IV-B), on English PAWS-Wiki test:", "",
+            markdown_table(["Model", "Alignment (lower is better)",
+                            "Uniformity (lower is better)"], body), "",
+            "Alignment: mean squared distance of paraphrase pairs' normalised embeddings; "
+            "uniformity: log mean exp(−2 × squared distance) over all test sentences. The "
+            "paper reports no numbers for them."]  # fmt: skip
+
+
+def pi_xling_markdown(summary: dict, fmt: str) -> list[str]:
+    """The cross-lingual PI paper's tables, where the run has them (pi_xling_summary)."""
+    pi = summary.get("pi_xling")
+    if not pi:
+        return []
+    return pi_table_one(pi, fmt) + pi_table_two(pi, fmt) + pi_align_uniform(pi, fmt)
 
 
 def verdict(claim: dict) -> str:

@@ -94,9 +94,10 @@ def _checkpoint(
         start = spec.start
         if start is None:
             try:
-                start = str(resolve_model(cfg["base_model"]).path)
+                base = spec.settings.get("base_model", cfg["base_model"])  # its own, if set
+                start = str(resolve_model(base).path)
             except ModelNotFoundError:
-                start = cfg["base_model"]  # train_method stops on it with the full message
+                start = base  # train_method stops on it with the full message
         return run_key(
             spec.name,
             cfg,

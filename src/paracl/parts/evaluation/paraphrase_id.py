@@ -7,6 +7,10 @@ is then reported on test. PAWS (en): PAWS-Wiki's official dev (8,000 pairs) and 
 (8,000). A task without an official dev file has nothing trained here, so all its
 non-test pairs are held out: MRPC's threshold is chosen on its official train split,
 and an offline re-split (PAWS-X ja: its dev file only) on train ∪ dev of the re-split.
+A task whose train split trains the encoder (`paws_xling`: its dev is a fixed carve of
+train, Task.fixed_carve) chooses on that dev alone, never on train or test. The task's
+further sets (Task.eval_sets: zero-shot Japanese, cross-lingual pairs) are scored at the
+same threshold: the one chosen on held-out English pairs.
 Alignment (paraphrase pairs) and uniformity (all test sentences) describe the embedding
 space (§IV-B, SimCSE's definitions).
 
@@ -38,27 +42,34 @@ PI_SETS = {"en": ("paws", "mrpc"), "ja": ("pawsx_ja",)}
 def evaluate_pi(
     cache: EmbeddingCache, data: TaskData, max_pairs: int | None = None, seed: int = 0
 ) -> dict:
-    """Threshold on dev, then accuracy/F1 ×100 on test, plus align/uniform."""
-    held_out = data.dev if data.official_dev else pd.concat([data.train, data.dev])
+    """Threshold on dev, then accuracy/F1 ×100 on test (and each eval set), plus
+    align/uniform on test."""
+    dev_only = data.official_dev or data.task.fixed_carve is not None
+    held_out = data.dev if dev_only else pd.concat([data.train, data.dev])
     held_out = held_out.reset_index(drop=True)
     select, select_sample = sample_rows(held_out, max_pairs, seed, "label")
     test, test_sample = sample_rows(data.test, max_pairs, seed, "label")
     y_sel = select["label"].astype(int).to_numpy()
     y_test = test["label"].astype(int).to_numpy()
     cos_sel = cache.cosine(select["sentence1"].tolist(), select["sentence2"].tolist())
-    cos_test = cache.cosine(test["sentence1"].tolist(), test["sentence2"].tolist())
     threshold, sel_acc = best_threshold(cos_sel, y_sel)
-    pred = (cos_test >= threshold).astype(int)
+    scored = at_threshold(cache, test, threshold)
     pos = test[y_test == 1]
     sents = sorted(set(test["sentence1"]) | set(test["sentence2"]))
+    eval_sets = {}
+    for name, df in data.eval_sets.items():
+        sample, record = sample_rows(df, max_pairs, seed, "label")
+        eval_sets[name] = {**at_threshold(cache, sample, threshold), "pairs": len(sample),
+                           "sample": record}  # fmt: skip
     return {
         "threshold": threshold,
         "selection_accuracy": sel_acc,
-        "accuracy": accuracy(pred, y_test),
-        "f1": binary_f1(pred, y_test),
-        "macro_f1": macro_f1(pred, y_test),
-        "alignment": alignment(cache.embed(pos["sentence1"].tolist()),
-                               cache.embed(pos["sentence2"].tolist())) if len(pos) else None,
+        **scored,
+        "alignment": alignment(
+            cache.embed(pos["sentence1"].tolist()), cache.embed(pos["sentence2"].tolist())
+        )
+        if len(pos)
+        else None,
         "uniformity": uniformity(cache.embed(sents)),
         "selection_pairs": len(select),
         "test_pairs": len(test),
@@ -68,6 +79,15 @@ def evaluate_pi(
         # split is official exactly when test is the official test.
         "official_split": data.official_test,
         "samples": {"threshold": select_sample, "test": test_sample},
-        "provenance": {"threshold": "dev" if data.official_dev else "train ∪ dev",
-                       **data.provenance},
-    }  # fmt: skip
+        "provenance": {"threshold": "dev" if dev_only else "train ∪ dev", **data.provenance},
+        **({"eval_sets": eval_sets} if eval_sets else {}),
+    }
+
+
+def at_threshold(cache: EmbeddingCache, pairs: pd.DataFrame, threshold: float) -> dict:
+    """Accuracy, F1 and macro-F1 ×100 of `cosine >= threshold` on labelled pairs."""
+    gold = pairs["label"].astype(int).to_numpy()
+    cos = cache.cosine(pairs["sentence1"].tolist(), pairs["sentence2"].tolist())
+    pred = (cos >= threshold).astype(int)
+    return {"accuracy": accuracy(pred, gold), "f1": binary_f1(pred, gold),
+            "macro_f1": macro_f1(pred, gold)}  # fmt: skip

@@ -220,6 +220,75 @@ def read_pawsx(path: str | Path) -> pd.DataFrame:
     return _paws_rows(path, fields(), (0, 1, 2))
 
 
+def _pawsx_lines(path: str | Path) -> list[tuple[int, list[str]]]:
+    """(line number, [s1, s2, label, id]) of every pair of a PAWS-X file, untranslated ones
+    included (line alignment with the other language's file depends on them): the XTREME
+    layout (s1, s2, label; no header, csv-quoted) or Google's (a header `id sentence1
+    sentence2 label`; id last here, "" in the XTREME layout)."""
+    out, at = [], (0, 1, 2, None)
+    for i, line in _lines(path):
+        if not line.strip():
+            continue
+        p = next(csv.reader([line], delimiter="\t")) if at[3] is None else line.split("\t")
+        if i == 1 and {"id", "sentence1", "sentence2", "label"} <= set(p):
+            at = tuple(p.index(k) for k in ("sentence1", "sentence2", "label", "id"))
+            continue
+        if len(p) <= max(k for k in at if k is not None):
+            raise InputError(f"{path}:{i}: expected {len(at)} tab-separated fields, got {len(p)}")
+        row = [p[k] if k is not None else "" for k in at]
+        if row[2] not in ("0", "1"):
+            raise InputError(f"{path}:{i}: label {row[2]!r} is not 0 or 1")
+        out.append((i, row))
+    return out
+
+
+def pawsx_sentences(path: str | Path) -> set[str]:
+    """Every sentence of an XTREME-layout PAWS-X file, labelled or not (the test files
+    have no label column)."""
+    out: set[str] = set()
+    for i, line in _lines(path):
+        if line.strip():
+            p = next(csv.reader([line], delimiter="\t"))
+            if len(p) < 2:
+                raise InputError(f"{path}:{i}: expected 2 tab-separated sentences, got {len(p)}")
+            out |= {p[0], p[1]}
+    return out
+
+
+CROSS = ("en_ja", "ja_en", "translation")  # read_pawsx_cross's pair kinds
+
+
+def read_pawsx_cross(en_path: str | Path, ja_path: str | Path, kind: str) -> pd.DataFrame:
+    """Cross-lingual pairs of two line-aligned PAWS-X files (line k of each is the same
+    pair, translated): `en_ja` = English sentence 1 with Japanese sentence 2 of the same
+    pair, `ja_en` = the reverse, both with the pair's label; `translation` = each sentence
+    with its own translation (label 1: the paper's "inter-same" pairs).
+
+    A line where either file has the untranslated placeholder NS in a sentence used is
+    dropped. Where the two files' labels differ (PAWS-X dev en/ja: 9 lines), the pair's
+    meaning is disputed between its two annotations and a cross pair has no gold label of
+    its own, so `en_ja`/`ja_en` drop the line (`translation` keeps it: a sentence and its
+    translation are paraphrases whatever the pair's label)."""
+    if kind not in CROSS:
+        raise ValueError(f"kind must be one of {CROSS}, got {kind!r}")
+    en, ja = _pawsx_lines(en_path), _pawsx_lines(ja_path)
+    if len(en) != len(ja):
+        raise InputError(f"{ja_path}: {len(ja)} pairs, not line-aligned with {en_path} ({len(en)})")
+    for (_, e), (i, j) in zip(en, ja, strict=True):
+        if e[3] != j[3]:  # Google's layout names each pair: the ids must match line by line
+            raise InputError(f"{ja_path}:{i}: id {j[3]!r}, not line-aligned with {en_path} "
+                             f"(id {e[3]!r})")  # fmt: skip
+    rows = []
+    for (_, e), (_, j) in zip(en, ja, strict=True):
+        if kind == "translation":
+            rows += [(a, b, "1") for a, b in ((e[0], j[0]), (e[1], j[1])) if UNTRANSLATED != b]
+        elif e[2] == j[2]:
+            a, b = (e[0], j[1]) if kind == "en_ja" else (j[0], e[1])
+            if UNTRANSLATED not in (a, b):
+                rows.append((a, b, e[2]))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
 def read_paws(path: str | Path) -> pd.DataFrame:
     """PAWS-Wiki Labeled (Final) and PAWS-X as Google publishes them: header `id sentence1
     sentence2 label`, tab-separated, no quoting."""

@@ -87,6 +87,12 @@ class Task:
     # sooner than raw 0–5 scores. Correlations do not depend on the scale.
     score_range: tuple[float, float] = (0.0, 5.0)
     extra: dict = field(default_factory=dict)
+    # Further test sets, scored beside test with what dev chose (the threshold, the
+    # fine-tuned model): zero-shot languages and cross-lingual pairs (TaskData.eval_sets).
+    eval_sets: dict[str, Split] = field(default_factory=dict)
+    # (fraction, seed) of a dev carved from train whatever the caller's seed: training (any
+    # seed) and evaluation then hold out the same pairs, so no run trains on its dev.
+    fixed_carve: tuple[float, int] | None = None
 
 
 @dataclass
@@ -99,6 +105,7 @@ class TaskData:
     provenance: dict[str, str]  # split -> where its rows came from
     official_test: bool = False  # test is the official test split (train/dev may be re-split)
     official_dev: bool = False  # dev is the official dev file (not carved)
+    eval_sets: dict[str, pd.DataFrame] = field(default_factory=dict)  # Task.eval_sets, read
 
     def sizes(self) -> dict[str, int]:
         return {"train": len(self.train), "dev": len(self.dev), "test": len(self.test)}
@@ -154,6 +161,38 @@ def _paws_wiki(split: str) -> Split:
     `paws`, unpacked to paws/final/)."""
     return Split(f"paws-wiki/{split}.tsv", readers.read_paws,
                  alt=Split(f"paws/final/{split}.tsv", readers.read_paws))  # fmt: skip
+
+
+def read_paws_unseen(path: Path) -> pd.DataFrame:
+    """PAWS-Wiki pairs (`path`) less every pair that shares a sentence with PAWS-X's English
+    dev (pawsx/dev-en.tsv under the same raw-data folder).
+
+    PAWS-X's English dev is drawn from PAWS-Wiki dev: a model trained on those pairs has
+    seen the English side of the Japanese pairs it is scored on. Matched by sentence, not
+    by pair: PAWS builds several pairs from one source sentence, and a sibling pair shows
+    the model the same sentence (PAWS-Wiki dev: 8,000 pairs -> 2,231 kept). PAWS-X's
+    English test is drawn from it too but is not scored here (its labels are not in the
+    mirror); a run that scores PAWS-X test must hold its sentences out as well."""
+    xdev = path.parent.parent / "pawsx" / "dev-en.tsv"
+    if not xdev.exists():
+        raise InputError(f"{xdev}: not found; it is needed to keep PAWS-X's English dev out "
+                         f"of training on {path} (fetch source pawsx)")  # fmt: skip
+    seen = readers.pawsx_sentences(xdev)
+    df = readers.read_paws(path)
+    keep = ~(df["sentence1"].isin(seen) | df["sentence2"].isin(seen))
+    return df[keep].reset_index(drop=True)
+
+
+def _pawsx_cross(kind: str) -> Split:
+    """Cross-lingual pairs of PAWS-X dev (en + ja, line-aligned; readers.read_pawsx_cross)."""
+    return Split("pawsx/dev-en.tsv", lambda p: readers.read_pawsx_cross(
+        p, p.with_name("dev-ja.tsv"), kind))  # fmt: skip
+
+
+def _pawsx_full_cross(kind: str) -> Split:
+    """Cross-lingual pairs of PAWS-X test as Google publishes it (x-final en + ja)."""
+    return Split("pawsx/x-final/en/test_2k.tsv", lambda p: readers.read_pawsx_cross(
+        p, p.parents[1] / "ja" / "test_2k.tsv", kind), "pawsx-full")  # fmt: skip
 
 
 def _pawsx_ja(name: str, alt: Split | None = None) -> Split:
@@ -335,6 +374,32 @@ TASKS: dict[str, Task] = {
             source="google-research-datasets/paws, PAWS-X (offline: Japanese dev only)",
             hp_source=PPDB, paper_sizes=(49_401, 2_000, 2_000),
         ),
+        # ---- the cross-lingual PI paper offline (presets/pi-en-ja.yaml) ----
+        Task(
+            "paws_xling", "PAWS en→ja", "en", "classification", "accuracy",
+            # train: PAWS-Wiki dev less PAWS-X's English dev/test sentences; dev: a fixed
+            # seeded 20% of it (the threshold / model selection); test: PAWS-Wiki test
+            splits={"train": Split("paws-wiki/dev.tsv", read_paws_unseen),
+                    "test": _paws_wiki("test")},
+            eval_sets={"ja": Split("pawsx/dev-ja.tsv", readers.read_pawsx),
+                       **{k: _pawsx_cross(k) for k in readers.CROSS}},
+            labels=BINARY, group="Paraphrase", fixed_carve=(0.2, 42),
+            source="google-research-datasets/paws: PAWS-Wiki (Final) dev and test, PAWS-X dev "
+                   "en + ja (line-aligned)", hp_source="",
+        ),
+        # the same on the full PAWS-X (the paper presets): English train, the official dev
+        # chooses the threshold, English and Japanese test (labelled) and their cross pairs.
+        # PAWS-X en train is PAWS-Wiki train; its dev and test come from PAWS-Wiki dev.
+        Task(
+            "pawsx_xling", "PAWS-X en→ja", "en", "classification", "accuracy",
+            splits={s: Split(f"pawsx/x-final/en/{f}.tsv", readers.read_paws, "pawsx-full")
+                    for s, f in (("train", "train"), ("dev", "dev_2k"), ("test", "test_2k"))},
+            eval_sets={"ja": _pawsx_ja("test_2k"),
+                       **{k: _pawsx_full_cross(k) for k in readers.CROSS}},
+            labels=BINARY, group="Paraphrase",
+            source="google-research-datasets/paws, PAWS-X x-final (en train/dev/test, ja test)",
+            hp_source="", paper_sizes=(49_401, 2_000, 2_000),
+        ),
     ]
 }  # fmt: skip
 
@@ -353,6 +418,10 @@ def get_task(name: str) -> Task:
 
 UNSUP = {"unsup_sts_en": "en", "unsup_sts_ja": "ja"}  # cosine STS of the encoder, no training
 PI = {"pi_en": "en", "pi_ja": "ja"}  # cosine-threshold paraphrase identification
+# the cross-lingual PI paper offline: threshold on held-out English PAWS, accuracy on
+# English PAWS-Wiki test, Japanese PAWS-X dev and their cross-lingual pairs (job -> task)
+PI_XLING = {"pi_xling": "paws_xling", "pi_xling_full": "pawsx_xling"}
+PI_XLING_SETS = ("en", "ja", "en_ja", "ja_en")  # Table I's mean accuracy is over these
 TABLE6 = "Domain (JCSE Table 6)"
 DOMAIN = {  # JCSE's domain tasks: clinical STS by cosine, educational question retrieval
     "jacsts": {"kind": "domain_sts", "lang": "ja", "metric": "spearman", "title": "JACSTS",
@@ -360,7 +429,7 @@ DOMAIN = {  # JCSE's domain tasks: clinical STS by cosine, educational question 
     "qabot": {"kind": "retrieval", "lang": "ja", "metric": "map", "title": "QAbot",
               "group": TABLE6},
 }  # fmt: skip
-EMBEDDING_JOBS = (*UNSUP, *PI, *DOMAIN)
+EMBEDDING_JOBS = (*UNSUP, *PI, *PI_XLING, *DOMAIN)
 FINETUNE_JOBS = tuple(TASKS)
 JOBS = (*EMBEDDING_JOBS, *FINETUNE_JOBS)
 
@@ -373,6 +442,9 @@ def job_info(name: str) -> dict:
     if name in PI:
         return {"kind": "pi", "lang": PI[name], "metric": "accuracy",
                 "title": "PI acc (cosine)", "group": "Unsupervised"}  # fmt: skip
+    if name in PI_XLING:
+        return {"kind": "pi_xling", "lang": "en", "metric": "accuracy",
+                "title": "PI acc en/ja (cosine)", "group": "Unsupervised"}  # fmt: skip
     if name in DOMAIN:
         return dict(DOMAIN[name])
     t = get_task(name)
@@ -450,6 +522,7 @@ def load_task(
         train, dev = frames["train"], frames["dev"]
     else:  # the paper's split: dev carved from train (JSTS, JNLI, ESCI, GLUE)
         strat = task.kind == "classification"
+        dev_fraction, seed = task.fixed_carve or (dev_fraction, seed)
         train, dev = _carve(frames["train"], dev_fraction, seed, strat, task.carve_by)
         by = f" by {task.carve_by}" if task.carve_by else ""
         official["train"] += f" minus a seeded {dev_fraction:.0%}{by} (seed {seed})"
@@ -459,7 +532,21 @@ def load_task(
     return TaskData(
         task, train, dev, frames["test"], not task.test_from_dev, official,
         official_test=not task.test_from_dev, official_dev="dev" in frames,
+        eval_sets=_eval_sets(task, raw_dir),
     )  # fmt: skip
+
+
+def _eval_sets(task: Task, raw_dir: Path) -> dict[str, pd.DataFrame]:
+    """Task.eval_sets, read; one absent makes the task unavailable (it is its point)."""
+    out = {}
+    for name, sp in task.eval_sets.items():
+        if not (raw_dir / sp.path).exists():
+            raise TaskUnavailable(
+                f"task {task.name}: evaluation set {name} ({raw_dir / sp.path}) not found; "
+                f"canonical source: {task.source}"
+            )
+        out[name] = sp.read(raw_dir / sp.path)
+    return out
 
 
 def load_task_for(task: Task | str, cfg: dict, seed: int) -> TaskData:

@@ -306,10 +306,14 @@ def finetune_once(
                 break
     model.load_state_dict(best_state)
     test_pred = predict(model, tokenizer, data.test, cfg, device, regression)
+    # the task's further sets (zero-shot languages, cross-lingual pairs), same model
+    sets = {name: _score(data, df, predict(model, tokenizer, df, cfg, device, regression),
+                         metrics) for name, df in data.eval_sets.items()}  # fmt: skip
     return {
         "seed": seed,
         "dev": best_dev,
         "test": _score(data, data.test, test_pred, metrics),
+        **({"eval_sets": sets} if sets else {}),
         "best_epoch": best_epoch,
         "epochs_run": len(losses),
         "trained_layers": trained,
@@ -337,4 +341,14 @@ def finetune_task(
         },
         "runs": runs,
         "config": asdict(cfg),
+        **(
+            {
+                "eval_sets": {
+                    name: summarize_seeds([r["eval_sets"][name][primary] for r in runs])
+                    for name in data.eval_sets
+                }
+            }
+            if data.eval_sets
+            else {}
+        ),  # fmt: skip
     }

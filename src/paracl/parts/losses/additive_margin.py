@@ -13,8 +13,13 @@ anchor's own one included) is in h, as LaBSE/MNRL do. Paper values: m=0.5, s=0.5
 Hard negatives come from the dataset (if it has a `negative` column) and from mega-batch
 mining (§III-D, Algorithm 2): aggregate M mini-batches into one mega-batch, embed it
 without gradients, and for each pair pick the negatives among the *other* pairs'
-positives that the model currently finds closest to the anchor: the k closest, or every
-one above a cosine threshold. The trainer splits the mega-batch back into its batches.
+positives that the model currently finds closest to the anchor. Algorithm 2 names two
+rules, and `mine_rule` picks one: `closest` = the N (`mine_k`) closest, `threshold` =
+every one "closer to anchor than some threshold" (cosine >= `threshold`; at most
+`mine_k`, which bounds the batch's hard-negative pool). The paper does not say which it
+used, nor N or the threshold. The trainer splits the mega-batch back into its batches.
+`hard_negatives: false` leaves the dataset's negatives out (the ablation "AMS on the
+positive pairs alone").
 """
 
 from __future__ import annotations
@@ -59,13 +64,17 @@ class AdditiveMarginScaleLoss(nn.Module):
         return (torch.logsumexp(logits, dim=1) - pos_logit).mean()
 
 
+MINE_RULES = ("closest", "threshold")  # Algorithm 2's two selection rules
+
+
 def mine_hard_negatives(
     anchors: Tensor, candidates: Tensor, k: int = 1, threshold: float | None = None
 ) -> list[list[int]]:
     """For each anchor i, indices j != i of the hardest candidates (row j is pair j's positive).
 
-    With `threshold` set, every candidate with cosine >= threshold is taken (hardest first,
-    at most k); otherwise the k closest. Ties break by the lower index (deterministic).
+    With `threshold` set (rule `threshold`), every candidate with cosine >= threshold is
+    taken (hardest first, at most k); otherwise (rule `closest`) the k closest. Ties break
+    by the lower index (deterministic).
     """
     if anchors.size(0) != candidates.size(0):
         raise ValueError("anchors and candidates must have one row per pair")
@@ -97,6 +106,7 @@ class AdditiveMarginObjective(BiEncoderObjective):
         mine_k: int,
         threshold: float | None,
         batch_texts: Callable[[SentenceTransformer, list[str]], Tensor],
+        hard_negatives: bool = True,
     ):
         loss = AdditiveMarginScaleLoss(margin, scale, gamma)
         super().__init__(
@@ -105,6 +115,7 @@ class AdditiveMarginObjective(BiEncoderObjective):
             f"AMS(m={margin},s={scale},g={gamma})",
         )
         self.mine_k, self.threshold, self._embed = mine_k, threshold, batch_texts
+        self.hard_negatives = hard_negatives
 
     def prepare(self, mega: pd.DataFrame, model: SentenceTransformer) -> pd.DataFrame:
         """Algorithm 2: mine each pair's closest other positives across the mega-batch.
@@ -125,6 +136,8 @@ class AdditiveMarginObjective(BiEncoderObjective):
             idx = mine_hard_negatives(a, p, self.mine_k, self.threshold)
             mined = [[positives[j] for j in row] for row in idx]
         own = mega["negative"] if "negative" in mega else pd.Series([None] * len(mega))
+        if not self.hard_negatives:
+            own = pd.Series([None] * len(mega))
         hard = [
             ([str(n)] if isinstance(n, str) and n else []) + m
             for n, m in zip(own, mined, strict=True)
@@ -147,10 +160,17 @@ class Params:
     scale: float = 0.5  # s
     gamma: float = 1.0  # g, weight of the hard negatives
     mega_batch: int = 20  # M: batches aggregated for mining
-    mine_k: int = 1  # mined negatives per pair (0: no mining)
-    threshold: float | None = None  # mine every positive with cosine >= threshold (up to k)
+    mine_k: int = 1  # mined negatives per pair (0: no mining); rule threshold: at most this
+    mine_rule: str = "closest"  # Algorithm 2: closest (the mine_k closest) | threshold
+    threshold: float | None = None  # rule threshold: every positive with cosine >= this
+    hard_negatives: bool = True  # the dataset's negatives (PAWS label-0 partners) in h
 
     def __post_init__(self) -> None:
+        if self.mine_rule not in MINE_RULES:
+            raise ValueError(f"mine_rule must be one of {MINE_RULES}, got {self.mine_rule!r}")
+        if (self.mine_rule == "threshold") != (self.threshold is not None):
+            raise ValueError("threshold is set exactly when mine_rule is threshold "
+                             f"(mine_rule {self.mine_rule}, threshold {self.threshold})")  # fmt: skip
         if not 0 <= self.margin <= math.pi:
             raise ValueError(f"margin must be in [0, pi], got {self.margin}")
         if self.mega_batch < 1 or self.mine_k < 0:
@@ -163,7 +183,8 @@ def objective(model: SentenceTransformer, params: Params, cfg: dict) -> BiEncode
     from paracl.parts.encoder.build import embed
 
     obj = AdditiveMarginObjective(
-        params.margin, params.scale, params.gamma, params.mine_k, params.threshold, embed
-    )
+        params.margin, params.scale, params.gamma, params.mine_k, params.threshold, embed,
+        params.hard_negatives,
+    )  # fmt: skip
     obj.mega_batch = params.mega_batch
     return obj

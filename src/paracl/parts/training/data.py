@@ -39,6 +39,7 @@ import pandas as pd
 from paracl.core.errors import InputError
 from paracl.core.io import ArtifactError, read_parquet
 from paracl.parts.evaluation.readers import read_paws
+from paracl.parts.evaluation.tasks import TASKS, load_task
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +118,10 @@ def pi_triplets(df: pd.DataFrame, where: str) -> pd.DataFrame:
     hard negatives the label-0 pairs. A label-0 pair is a hard negative of the paraphrase
     pair that shares one of its sentences (PAWS builds both from one source sentence):
     (shared sentence, its paraphrase, its label-0 partner). Of several partners the first
-    in file order is taken; a paraphrase pair with none is left out (every row is a
-    triple, as the paper's data loader has it)."""
+    in file order is taken; a paraphrase pair with none keeps an empty negative (AMS then
+    contrasts it with in-batch and mined negatives only), so every paraphrase pair trains
+    and the methods that ignore hard negatives see the same positives. PAWS-Wiki dev less
+    PAWS-X's dev sentences: 854 paraphrase pairs, 503 of them with a partner."""
     labels = df["label"].astype(str).str.strip()
     bad = df.index[~labels.isin(["0", "1"])]
     if len(bad):
@@ -131,16 +134,13 @@ def pi_triplets(df: pd.DataFrame, where: str) -> pd.DataFrame:
         partner.setdefault(b, a)
     rows = []
     for a, b in zip(s1[labels == "1"], s2[labels == "1"], strict=True):
-        if a in partner:
-            rows.append((a, b, partner[a]))
-        elif b in partner:
-            rows.append((b, a, partner[b]))
+        if b in partner and a not in partner:
+            a, b = b, a
+        rows.append((a, b, partner.get(a)))
     if not rows:
-        raise InputError(
-            f"{where}: no paraphrase pair (label 1) shares a sentence with a label-0 pair "
-            f"({int((labels == '1').sum())} label-1, {int((labels == '0').sum())} label-0 rows)"
-        )
-    log.info("%s: %d PI triples of %d paraphrase pairs", where, len(rows), (labels == "1").sum())
+        raise InputError(f"{where}: no paraphrase pair (label 1) among {len(df)} rows")
+    paired = sum(n is not None for *_, n in rows)
+    log.info("%s: %d paraphrase pairs, %d with a label-0 partner", where, len(rows), paired)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -208,10 +208,10 @@ def to_examples(df: pd.DataFrame, where: str) -> pd.DataFrame:
 def check_examples(ex: pd.DataFrame, where: str, min_examples: int) -> None:
     """Refuse empty strings and training sets too small to form one batch of negatives."""
     for col in COLUMNS:
-        if ex[col].isna().all() and col == "negative":
-            continue
         values = ex[col].astype(str).str.strip()
-        bad = ex.index[ex[col].isna() | (values == "")]
+        # a row may lack a negative (a PI pair without a label-0 partner); never an anchor
+        absent = ex[col].isna() if col != "negative" else pd.Series(False, index=ex.index)
+        bad = ex.index[absent | (ex[col].notna() & (values == ""))]
         if len(bad):
             raise InputError(
                 f"{where}: row {int(bad[0])} has an empty {col!r} "
@@ -225,16 +225,46 @@ def check_examples(ex: pd.DataFrame, where: str, min_examples: int) -> None:
         )
 
 
+def check_task_input(task: str, input_path: str, where: str) -> Path:
+    """A method's `task` (a registry task) and its `input` (that task's train file, the
+    DVC dep): the raw-data folder the task's files are read from."""
+    from paracl.core.params import ParamsError
+
+    if task not in TASKS:
+        raise ParamsError(f"{where}: unknown task {task!r} (known: {', '.join(TASKS)})")
+    if "dev" not in TASKS[task].splits and TASKS[task].fixed_carve is None:
+        raise ParamsError(f"{where}: task {task} carves its dev with the evaluation seed; "
+                          "give it a fixed_carve so training holds out the same pairs")  # fmt: skip
+    split = TASKS[task].splits.get("train")
+    if split is None or not input_path.endswith("/" + split.path):
+        need = split.path if split else "none: it has no train split"
+        raise ParamsError(f"{where}: input {input_path!r} is not task {task}'s train file ({need})")
+    return Path(input_path[: -len(split.path) - 1])
+
+
+def task_rows(task: str, path: Path) -> pd.DataFrame:
+    """A registry task's train split (its dev held out, as evaluation holds it out: the
+    task's fixed carve, so every training seed leaves out the same pairs)."""
+    raw_dir = check_task_input(task, path.as_posix(), f"task {task}")
+    data = load_task(task, raw_dir, seed=0, missing="fail")
+    log.info("%s: task %s's train split, %d pairs (%s)", path, task, len(data.train),
+             data.provenance["train"])  # fmt: skip
+    return data.train
+
+
 def load_examples(
     path: str | Path,
     max_examples: int | None,
     seed: int,
     min_examples: int = 2,
     tags: str | None = None,
+    task: str | None = None,
 ) -> pd.DataFrame:
-    """Read, select, map, check and (seeded) subsample one method's training input."""
+    """Read, select, map, check and (seeded) subsample one method's training input; with
+    `task`, the rows are that registry task's train split (its file is `path`)."""
     path = Path(path)
-    ex = to_examples(select_rows(_read_table(path), str(path), tags), str(path))
+    table = task_rows(task, path) if task else _read_table(path)
+    ex = to_examples(select_rows(table, str(path), tags), str(path))
     check_examples(ex, str(path), min_examples)
     if max_examples is not None and len(ex) > max_examples:
         ex = ex.sample(n=max_examples, random_state=seed).sort_index().reset_index(drop=True)

@@ -33,7 +33,7 @@ from paracl.parts.tags.tagging import parse_tags
 from paracl.parts.training import parallel
 from paracl.parts.training.card import model_card
 from paracl.parts.training.checkpoint import Checkpoint
-from paracl.parts.training.data import load_examples
+from paracl.parts.training.data import check_task_input, load_examples
 from paracl.parts.training.dev import read_sts, sts_spearman
 from paracl.parts.training.selection import hold_out
 from paracl.parts.training.trainer import TrainConfig, train
@@ -70,7 +70,7 @@ PAPERS: dict[str, tuple[str, str]] = {
     "ebsim_no_aa": ("EBSIM ablation -AA", EBSIM),
 }
 # every entry's keys and the shared keys it may set for itself; the rest: the loss's
-COMMON_KEYS = ("loss", "input", "data", "seeds", "tags", *METHOD_SETTINGS)
+COMMON_KEYS = ("loss", "input", "data", "seeds", "tags", "task", *METHOD_SETTINGS)
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,7 @@ class MethodSpec:
     paper: str
     citation: str
     settings: dict = dataclasses.field(default_factory=dict)  # shared keys it sets itself
+    task: str | None = None  # train on this registry task's train split (training/data.py)
 
     @property
     def start(self) -> str | None:
@@ -137,6 +138,11 @@ def method_spec(name: str, entry: dict, run: dict | None = None) -> MethodSpec:
         if loss == "none" or hasattr(LOSSES[loss], "examples"):
             raise ParamsError(f"'{where}.tags': loss {loss} does not read paraphrase pairs")
         parse_tags(tags, f"'{where}.tags'")
+    task = entry.get("task")
+    if task is not None:
+        if loss == "none" or hasattr(LOSSES[loss], "examples") or tags is not None:
+            raise ParamsError(f"'{where}.task': loss {loss} does not read a task's pairs")
+        check_task_input(task, entry["input"], f"'{where}.task'")
     description, citation = PAPERS.get(name, (f"{loss} loss", ""))
     return MethodSpec(
         name,
@@ -149,6 +155,7 @@ def method_spec(name: str, entry: dict, run: dict | None = None) -> MethodSpec:
         description,
         citation,
         method_settings(name, entry),
+        task,
     )
 
 
@@ -244,7 +251,9 @@ def train_method(
         examples = module.examples(spec.train_path, model, spec.params, cfg, seed)
         metrics["triples"] = examples["kind"].value_counts().sort_index().to_dict()
     else:
-        examples = load_examples(spec.train_path, cfg["max_examples"], seed, tags=spec.tags)
+        examples = load_examples(
+            spec.train_path, cfg["max_examples"], seed, tags=spec.tags, task=spec.task
+        )
     dev_examples = None
     if cfg["selection"] == "dev_loss":  # the PPDB paper's and EBSIM's dev sample
         examples, dev_examples = hold_out(examples, cfg["dev_loss_examples"], seed)

@@ -1,0 +1,303 @@
+"""The cross-lingual PI paper's experiment offline (presets/pi-en-ja.yaml): its data (the
+leakage filter, line-aligned cross-lingual pairs), mining by both of Algorithm 2's rules,
+the threshold chosen on held-out English pairs only, and the paper's tables and claims."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from paracl.core.errors import InputError
+from paracl.parts.evaluation import readers
+from paracl.parts.evaluation.metrics import best_threshold
+from paracl.parts.evaluation.paraphrase_id import evaluate_pi
+from paracl.parts.evaluation.tasks import load_task, read_paws_unseen
+from paracl.parts.losses import additive_margin as ams
+from paracl.parts.training.data import load_examples
+from paracl.stages import summary as sm
+
+HEADER = "id\tsentence1\tsentence2\tlabel\n"
+
+
+def _raw(tmp_path, wiki_dev: list, xdev_en: list, xdev_ja: list, wiki_test: list | None = None):
+    """A raw-data folder in the mirror's layout from (s1, s2, label) rows."""
+    (tmp_path / "paws-wiki").mkdir()
+    (tmp_path / "pawsx").mkdir()
+    rows = lambda r: "".join(f"{i}\t{a}\t{b}\t{y}\n" for i, (a, b, y) in enumerate(r))  # noqa: E731
+    (tmp_path / "paws-wiki" / "dev.tsv").write_text(HEADER + rows(wiki_dev), encoding="utf-8")
+    test = wiki_test or [(f"t{i} a", f"t{i} b", str(i % 2)) for i in range(8)]
+    (tmp_path / "paws-wiki" / "test.tsv").write_text(HEADER + rows(test), encoding="utf-8")
+    for name, r in (("dev-en.tsv", xdev_en), ("dev-ja.tsv", xdev_ja)):
+        text = "".join(f"{a}\t{b}\t{y}\n" for a, b, y in r)
+        (tmp_path / "pawsx" / name).write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_leakage_filter_drops_every_pair_sharing_a_pawsx_dev_sentence(tmp_path):
+    raw = _raw(
+        tmp_path,
+        wiki_dev=[("A met B .", "B met A .", "0"), ("A met B .", "B was met by A .", "1"),
+                  ("C ran .", "C runs .", "1"), ("D sat .", "D sits .", "0")],
+        xdev_en=[("A met B .", "B met A .", "0")],
+        xdev_ja=[("AはBに会った。", "BはAに会った。", "0")],
+    )  # fmt: skip
+    kept = read_paws_unseen(raw / "paws-wiki" / "dev.tsv")
+    # the PAWS-X pair itself and its sibling (same source sentence) are both out
+    assert kept[["sentence1", "sentence2"]].values.tolist() == [
+        ["C ran .", "C runs ."],
+        ["D sat .", "D sits ."],
+    ]
+    (raw / "pawsx" / "dev-en.tsv").unlink()
+    with pytest.raises(InputError, match="dev-en.tsv: not found"):
+        read_paws_unseen(raw / "paws-wiki" / "dev.tsv")
+
+
+def test_the_mirrors_training_pairs_share_no_sentence_with_pawsx_dev(mirror):
+    data = load_task("paws_xling", mirror, seed=7)
+    seen = readers.pawsx_sentences(mirror / "pawsx" / "dev-en.tsv")
+    for split in (data.train, data.dev):
+        assert not (split["sentence1"].isin(seen) | split["sentence2"].isin(seen)).any()
+    assert len(data.train) + len(data.dev) == 2231
+    # the held-out split is fixed (not the caller's seed) and stratified by label
+    again = load_task("paws_xling", mirror, seed=1)
+    assert again.dev.equals(data.dev)
+    share = data.dev["label"].eq("1").mean() - data.train["label"].eq("1").mean()
+    assert abs(share) < 0.01
+    # training reads exactly that train split: its positive pairs, none of dev's
+    ex = load_examples(mirror / "paws-wiki" / "dev.tsv", None, 0, task="paws_xling")
+    train_pos = data.train[data.train["label"] == "1"]
+    pairs = set(zip(train_pos["sentence1"], train_pos["sentence2"], strict=True))
+    assert len(ex) == len(train_pos)  # every paraphrase pair (one occurs twice in PAWS)
+    assert all((a, p) in pairs or (p, a) in pairs for a, p in ex[["anchor", "positive"]].values)
+
+
+def test_cross_lingual_pairs_are_line_aligned(tmp_path):
+    en = [("e1a", "e1b", "1"), ("e2a", "e2b", "0"), ("e3a", "e3b", "1"), ("e4a", "e4b", "0")]
+    ja = [("j1a", "j1b", "1"), ("j2a", "NS", "0"), ("j3a", "j3b", "0"), ("j4a", "j4b", "0")]
+    raw = _raw(tmp_path, [("x", "y", "1")], en, ja)
+    en_path, ja_path = raw / "pawsx" / "dev-en.tsv", raw / "pawsx" / "dev-ja.tsv"
+    en_ja = readers.read_pawsx_cross(en_path, ja_path, "en_ja")
+    # line 2: untranslated (NS) sentence 2; line 3: the en and ja labels differ
+    assert en_ja.values.tolist() == [["e1a", "j1b", "1"], ["e4a", "j4b", "0"]]
+    ja_en = readers.read_pawsx_cross(en_path, ja_path, "ja_en")
+    assert ja_en.values.tolist() == [["j1a", "e1b", "1"], ["j2a", "e2b", "0"], ["j4a", "e4b", "0"]]
+    same = readers.read_pawsx_cross(en_path, ja_path, "translation")
+    assert ("e3a", "j3a", "1") in set(map(tuple, same.values.tolist()))
+    assert ("e2b", "NS", "1") not in set(map(tuple, same.values.tolist()))
+    (raw / "pawsx" / "dev-ja.tsv").write_text("j1a\tj1b\t1\n", encoding="utf-8")
+    with pytest.raises(InputError, match="not line-aligned"):
+        readers.read_pawsx_cross(en_path, ja_path, "en_ja")
+
+
+def test_the_mirrors_cross_lingual_pairs(mirror):
+    en_path, ja_path = mirror / "pawsx" / "dev-en.tsv", mirror / "pawsx" / "dev-ja.tsv"
+    en, ja = readers._pawsx_lines(en_path), readers._pawsx_lines(ja_path)
+    differ = [k for k, ((_, e), (_, j)) in enumerate(zip(en, ja, strict=True)) if e[2] != j[2]]
+    assert len(en) == len(ja) == 2000 and len(differ) == 9
+    pairs = readers.read_pawsx_cross(en_path, ja_path, "en_ja")
+    expect = [(e[0], j[1], e[2]) for k, ((_, e), (_, j)) in enumerate(zip(en, ja, strict=True))
+              if k not in differ and "NS" not in (e[0], j[1])]  # fmt: skip
+    assert list(map(tuple, pairs.values.tolist())) == expect
+
+
+def test_mining_selects_by_either_rule():
+    anchors = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, 0.2]])
+    cands = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.9, 0.1], [1.0, 0.1]])
+    closest = ams.Params(mine_k=2, mine_rule="closest")
+    assert ams.mine_hard_negatives(anchors, cands, closest.mine_k) == [
+        [3, 2], [2, 3], [3, 0], [2, 0]]  # fmt: skip
+    by_threshold = ams.Params(mine_k=3, mine_rule="threshold", threshold=0.99)
+    picked = ams.mine_hard_negatives(anchors, cands, by_threshold.mine_k, by_threshold.threshold)
+    assert picked == [[3, 2], [], [], [2]]  # every one with cosine >= 0.99 (a3·c0 = 0.98 is not)
+    with pytest.raises(ValueError, match="threshold is set exactly when"):
+        ams.Params(mine_rule="threshold")
+    with pytest.raises(ValueError, match="threshold is set exactly when"):
+        ams.Params(threshold=0.5)
+    with pytest.raises(ValueError, match="mine_rule must be one of"):
+        ams.Params(mine_rule="random")
+
+
+class _Model(torch.nn.Module):
+    """Stands in for the encoder in `prepare` (only train/eval state is used)."""
+
+
+def test_prepare_takes_the_datasets_negatives_only_when_asked():
+    vec = {"a1": [1.0, 0.0], "p1": [1.0, 0.0], "a2": [0.0, 1.0], "p2": [0.1, 1.0],
+           "a3": [1.0, 1.0], "p3": [0.9, 1.0]}  # fmt: skip
+    embed = lambda model, texts: torch.tensor([vec[t] for t in texts])  # noqa: E731
+    mega = pd.DataFrame({"anchor": ["a1", "a2", "a3"], "positive": ["p1", "p2", "p3"],
+                         "negative": ["n1", None, "n3"]})  # fmt: skip
+    full = ams.AdditiveMarginObjective(0.5, 0.5, 1.0, 1, None, embed)
+    assert full.prepare(mega, _Model())["hard"].tolist() == [["n1", "p3"], ["p3"], ["n3", "p2"]]
+    alone = ams.AdditiveMarginObjective(0.5, 0.5, 1.0, 0, None, embed, hard_negatives=False)
+    assert alone.prepare(mega, _Model())["hard"].tolist() == [[], [], []]
+
+
+class _Cache:
+    """Cosines from a lookup: sentence1 "s<score>" gives that score."""
+
+    def cosine(self, a: list[str], b: list[str]) -> np.ndarray:
+        return np.array([float(x.split("|")[0]) for x in a])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.array([[1.0, float(len(t))] for t in texts])
+
+
+def test_threshold_is_chosen_on_the_held_out_split_never_on_test(tmp_path):
+    # held-out positives score >= 0.6, negatives <= 0.4; on test the best cut would be 0.85
+    rng = np.random.default_rng(0)
+    dev = [(f"{0.6 + rng.random() * 0.4:.3f}|d{i}", f"x{i}", "1") for i in range(40)]
+    dev += [(f"{rng.random() * 0.4:.3f}|e{i}", f"y{i}", "0") for i in range(40)]
+    test = [("0.9|t1", "u1", "1"), ("0.8|t2", "u2", "0"), ("0.7|t3", "u3", "0")]
+    en = [("0.9|q", "0.5|w", "1")]
+    raw = _raw(tmp_path, dev, en, [("0.9|q", "0.5|w", "1")], wiki_test=test)
+    data = load_task("paws_xling", raw, seed=3)
+    out = evaluate_pi(_Cache(), data)
+    held_out = data.dev  # the fixed carve: not train ∪ dev (train trains the encoder)
+    assert out["selection_pairs"] == len(held_out) < len(dev)
+    cos = np.array([float(s.split("|")[0]) for s in held_out["sentence1"]])
+    assert out["threshold"] == best_threshold(cos, held_out["label"].astype(int))[0]
+    assert 0.4 <= out["threshold"] <= 0.6  # test's own best (0.85) is not what was chosen
+    assert out["accuracy"] == pytest.approx(100 / 3)
+    assert out["provenance"]["threshold"] == "dev"
+    assert set(out["eval_sets"]) == {"ja", "en_ja", "ja_en", "translation"}
+
+
+def _bi(score: float, ja: float, align: float = 0.5) -> dict:
+    sets = {"en": score, "ja": ja, "en_ja": score - 5, "ja_en": score - 6, "translation": 90.0}
+    return {"score": float(np.mean([sets[k] for k in sm.PI_SETS])), "breakdown": sets,
+            "alignment": align, "uniformity": -2.0, "parameters": 268_098_176,
+            "encoder": {"base_model": {"id": "google/gemma-3-270m"}}, "kind": "pi_xling",
+            "official_split": True, "score_std": 0.0}  # fmt: skip
+
+
+def _cross(values: list[float]) -> dict:
+    runs = [{"seed": i + 1, "test": {"accuracy": v},
+             "eval_sets": {k: {"accuracy": v - 2} for k in ("ja", "en_ja", "ja_en")}}
+            for i, v in enumerate(values)]  # fmt: skip
+    return {"score": float(np.mean(values)), "score_std": 1.0, "kind": "finetune",
+            "metric": "accuracy", "runs": runs, "test": {"n": len(values)},
+            "official_split": True}  # fmt: skip
+
+
+def _results() -> tuple[dict, dict]:
+    results = {"none": {"pi_xling": _bi(55.0, 52.0), "paws_xling": _cross([80.0, 82.0, 81.0])}}
+    groups = {"none": ["none"]}
+    for method, base in (("ams_pos", 58.0), ("ams_hn", 61.0), ("ams_full", 64.0)):
+        groups[method] = [f"{method}_s{i}" for i in (1, 2, 3)]
+        for i, run in enumerate(groups[method]):
+            results[run] = {"pi_xling": _bi(base + i * 0.5, base - 2 + i * 0.3)}
+            results[run]["paws_xling"] = {"skipped": sm.NOT_RUN, "score": None, "not_run": True}
+    return results, groups
+
+
+def test_table_one_and_two_are_rendered_from_the_jobs_json():
+    results, groups = _results()
+    summary = sm.build_summary(results, ["pi_xling", "paws_xling"], "all", groups)
+    pi = summary["pi_xling"]
+    assert pi["rows"]["cross-encoder"]["type"] == "Cross-encoder"
+    assert pi["rows"]["ams_full"]["mean"]["n"] == 3
+    text = sm.to_markdown(summary)
+    one = text[text.index("Table I ") : text.index("Table II")]
+    assert "| Model" in one and "Mean accuracy" in one and "Model type" in one
+    row = next(line for line in one.splitlines() if line.startswith("| ams_full"))
+    assert [c.strip() for c in row.split("|")[1:-1]] == [
+        "ams_full (3 seeds)", "268M", "61.2 ± 0.4", "Bi-encoder"]  # fmt: skip
+    assert "cross-encoder" in one and "Cross-encoder" in one and "79.3" in one
+    two = text[text.index("Table II") : text.index("Embedding space")]
+    assert "Inter-para (en–ja, ja–en)" in two and "Intra (en, ja)" in two
+    row = next(line for line in two.splitlines() if line.startswith("| none "))
+    assert "| 49.5 " in row and "| 90.0 " in row and "| 53.5 " in row  # (50+49)/2, 90, (55+52)/2
+    assert "Alignment" in text and "| 0.500 " in text
+
+
+def test_the_papers_claims_are_judged_over_seeds():
+    results, groups = _results()
+    summary = sm.build_summary(results, ["pi_xling", "paws_xling"], "all", groups)
+    by = {c["claim"]: c for c in summary["claims"]}
+    full = by[sm.PI_CLAIMS[0][0]]  # the full method above the base: one-sample, 3 seeds
+    assert full["holds"] and sm.verdict(full) == "holds" and full["n_seeds"] == [3]
+    mining = by[sm.PI_CLAIMS[1][0]]  # ams_full − ams_hn: Welch over 3 and 3 seeds
+    assert mining["diff"] == pytest.approx(3.0) and mining["n_seeds"] == [3, 3]
+    within = by[sm.PI_CLAIMS[3][0]]  # ams_full vs 0.9 × cross-encoder (mean of 4 sets)
+    ce = np.mean([np.mean([v, v - 2, v - 2, v - 2]) for v in (80.0, 82.0, 81.0)])
+    bi = np.mean([results[r]["pi_xling"]["score"] for r in groups["ams_full"]])
+    assert within["diff"] == pytest.approx(bi - 0.9 * ce)
+    assert sm.verdict(within) == ("holds" if within["holds"] else "does not hold")
+    text = sm.to_markdown(summary)
+    assert sm.PI_MEASURES["pi_ja"] in text  # the claim's "On" names its PI accuracy
+
+
+def test_cross_pairs_of_googles_layout_are_aligned_by_id(tmp_path):
+    """x-final (the paper presets' PAWS-X): a header and an id per pair, checked line by line."""
+    en, ja = tmp_path / "en.tsv", tmp_path / "ja.tsv"
+    en.write_text(HEADER + "7\tea\teb\t1\n8\tec\ted\t0\n", encoding="utf-8")
+    ja.write_text(HEADER + "7\tja\tjb\t1\n8\tjc\tjd\t0\n", encoding="utf-8")
+    pairs = readers.read_pawsx_cross(en, ja, "en_ja")
+    assert pairs.values.tolist() == [["ea", "jb", "1"], ["ec", "jd", "0"]]
+    ja.write_text(HEADER + "8\tjc\tjd\t0\n7\tja\tjb\t1\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"ja.tsv:2: id '8', not line-aligned"):
+        readers.read_pawsx_cross(en, ja, "en_ja")
+
+
+def test_bi_encoder_and_cross_encoder_jobs_end_to_end(tiny_bert, tmp_path, one_thread):
+    """On the tiny BERT: the pi_xling job and the cross-encoder (paws_xling fine-tuned),
+    then the summary's Table I from their JSON, as the preset's stages run them."""
+    from paracl.stages.evaluate import run_job
+    from paracl.stages.evaluate_finetune import run_finetune_job
+
+    words = "a man dog runs sat the cat big red old city river".split()
+    rng = np.random.default_rng(0)
+    sent = lambda: " ".join(rng.choice(words, 5)) + " ."  # noqa: E731
+    rows = lambda n: [(sent(), sent(), str(i % 2)) for i in range(n)]  # noqa: E731
+    xen = rows(12)
+    xja = [(f"{a}ja", f"{b}ja", y) for a, b, y in xen]
+    raw = _raw(tmp_path, rows(40), xen, xja, wiki_test=rows(12))
+    cfg = {"raw_dir": raw, "max_eval_pairs": None, "encode_batch_size": 16, "seeds": [1, 2],
+           "epochs": 1, "lr": 1e-3, "batch_size": 8, "patience": 1, "max_train": None,
+           "max_dev": None, "max_test": 8, "max_seq_length": 32, "missing_splits": "resplit",
+           "dev_fraction": 0.1, "test_fraction": 0.2}  # fmt: skip
+    bi = run_job("none", "pi_xling", tiny_bert, cfg, seed=0, device=torch.device("cpu"))
+    assert set(bi["breakdown"]) == {"en", "ja", "en_ja", "ja_en", "translation"}
+    assert bi["selection_pairs"] == 8 and bi["parameters"] > 0  # 20 % of 40, fixed
+    ce = run_finetune_job("none", "paws_xling", tiny_bert, cfg, 0, torch.device("cpu"))
+    assert set(ce["eval_sets"]) == {"ja", "en_ja", "ja_en", "translation"}
+    assert ce["samples"]["ja"]["pairs"] == 8 and len(ce["runs"]) == 2
+    summary = sm.build_summary({"none": {"pi_xling": bi, "paws_xling": ce}},
+                               ["pi_xling", "paws_xling"], "all")  # fmt: skip
+    rows_ = summary["pi_xling"]["rows"]
+    assert rows_["none"]["type"] == "Bi-encoder" and rows_["cross-encoder"]["mean"]["n"] == 2
+    assert "| cross-encoder" in sm.to_markdown(summary)
+
+
+@pytest.mark.parametrize("entry", [
+    {"loss": "infonce"},
+    {"loss": "ams", "mega_batch": 1, "mine_k": 0, "hard_negatives": False},
+    {"loss": "ams", "mega_batch": 2, "mine_k": 2, "mine_rule": "threshold", "threshold": 0.0},
+])  # fmt: skip
+def test_the_rows_train_on_the_tasks_train_split(entry, tiny_bert, tmp_path, one_thread):
+    """Each trained row of the preset, on the tiny BERT: PAWS pairs without a partner keep
+    an empty negative, and training reads paws_xling's train split through `task`."""
+    import yaml
+
+    from paracl.parts.training.methods import method_spec, run_config, train_method
+
+    rows = [(f"s{i} a b .", f"a b s{i} .", "1") for i in range(20)]
+    rows += [(f"s{i} a b .", f"b a s{i} .", "0") for i in range(0, 20, 2)]
+    (tmp_path / "raw").mkdir()
+    raw = _raw(tmp_path / "raw", rows, [("x", "y", "1")], [("x", "y", "1")])
+    dev = tmp_path / "sts-dev.csv"
+    dev.write_text("".join(f"g\tf\t2012\t{i}\t{i % 5}.0\ts{i} a\ts{i} b\n" for i in range(8)))
+    spec = method_spec("row", {**entry, "input": f"{raw}/paws-wiki/dev.tsv", "task": "paws_xling"})
+    tc = yaml.safe_load(open("params.yaml"))["train_contrastive"]
+    cfg = run_config(spec, {"precision": "fp32", **tc}) | {
+        "base_model": str(tiny_bert),
+        "batch_size": 4,
+        "max_examples": None,
+        "dev_max_pairs": None,
+    }
+    metrics = train_method(spec, cfg, 1, torch.device("cpu"), tmp_path / "enc", str(dev))
+    assert metrics["examples"] == 16  # 20 positives, a fixed 20 % of all 30 pairs held out
+    assert metrics["steps"] == 4 and (tmp_path / "enc").is_dir()
