@@ -13,10 +13,10 @@ sentence-transformers provides the model, its saving and the InfoNCE (MNRL) loss
   plain accumulation over mini-batches.
 - After each epoch the dev score (STS dev Spearman) is computed; training stops after
   `patience` epochs without a gain and the best epoch's weights are restored.
-- Mixed precision as `precision` says (paracl.core.device: auto = bf16 on GPUs that have it,
-  fp16 on older ones, fp32 on CPU); in fp16 the loss is scaled (torch.amp.GradScaler)
-  so small gradients do not flush to zero, a no-op otherwise. Seeds fix shuffling and
-  dropout.
+- Mixed precision as `precision` says (paracl.core.device: auto = bf16 on GPUs and CPUs that
+  run it natively, fp16 on older GPUs, fp32 on other CPUs); in fp16 the loss is scaled
+  (torch.amp.GradScaler) so small gradients do not flush to zero, a no-op otherwise. Seeds
+  fix shuffling and dropout.
 - Under torchrun (parallel.py) every rank draws the same global batches, embeds its own
   contiguous rows, and the loss sees all ranks' rows (gather.py); gradients are averaged
   and rank 0 alone scores dev. A per-example objective (EBSIM) needs no gather: each
