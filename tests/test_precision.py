@@ -221,7 +221,7 @@ def _scaled_vs_plain(build, run) -> None:
         # (the scaler would skip that step and halve the scale; here it must not)
         scaler = torch.amp.GradScaler("cpu", init_scale=SCALE, enabled=enabled)
         loss = run(model, scaler)
-        assert torch.isfinite(torch.tensor(loss))
+        assert torch.isfinite(torch.as_tensor(loss))
         grads.append(_grads(model))
     ratio = grads[1].norm() / grads[0].norm()
     assert ratio == pytest.approx(SCALE, rel=0.02)
