@@ -71,11 +71,24 @@ LOSS_TOLERANCE = 1e-6  # bare vs paracl, step by step
 
 @dataclass
 class Run:
-    """One timed training call: pairs a second, seconds a step, the loss of every step."""
+    """One timed training call: pairs a second, seconds a step (wall, and this process's
+    CPU seconds: steadier than wall on a shared machine), the loss of every step."""
 
     samples_per_s: float
     step_s: float
+    cpu_step_s: float
     losses: list[float]
+
+
+class Clock:
+    """Wall and process CPU seconds since it was made."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def run(self, samples: int, steps: int, losses: list[float]) -> Run:
+        wall, cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+        return Run(samples / wall, wall / steps, cpu / steps, losses)
 
 
 def make_pairs(n: int, seed: int = 0) -> pd.DataFrame:
@@ -122,10 +135,9 @@ def run_paracl(
     obj = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
     cfg = TrainConfig(lr=5e-5, epochs=1, batch_size=args.batch_size, seed=0,
                       length_grouping=grouping, precision=precision)  # fmt: skip
-    start = time.perf_counter()
+    clock = Clock()
     res = train(model, pairs, obj, cfg)
-    wall = time.perf_counter() - start
-    return Run(res.examples_seen / wall, wall / res.steps, res.losses)
+    return clock.run(res.examples_seen, res.steps, res.losses)
 
 
 def run_bare(path: str, pairs: pd.DataFrame, args, precision: str) -> Run:
@@ -134,7 +146,7 @@ def run_bare(path: str, pairs: pd.DataFrame, args, precision: str) -> Run:
     model = _encoder(path, args)
     obj = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
     device, tok, n = model.device, model.tokenizer, len(pairs)
-    start = time.perf_counter()
+    clock = Clock()
     seed_everything(0)  # as train() does: the same dropout masks
     batches = _batches(n, args.batch_size, 0, 0)
     texts = pairs.anchor.astype(str).tolist() + pairs.positive.astype(str).tolist()
@@ -156,9 +168,8 @@ def run_bare(path: str, pairs: pd.DataFrame, args, precision: str) -> Run:
         optimizer.step()
         scheduler.step()
         losses.append(loss.detach())
-    wall = time.perf_counter() - start
     seen = sum(len(b) for b in batches)
-    return Run(seen / wall, wall / len(batches), [float(x) for x in losses])
+    return clock.run(seen, len(batches), [float(x) for x in losses])
 
 
 def run_st(path: str, pairs: pd.DataFrame, args, precision: str) -> Run:
@@ -197,10 +208,9 @@ def run_st(path: str, pairs: pd.DataFrame, args, precision: str) -> Run:
             train_dataset=data,
             loss=MultipleNegativesRankingLoss(model, scale=20.0),
         )
-        start = time.perf_counter()
+        clock = Clock()
         trainer.train()
-        wall = time.perf_counter() - start
-        return Run(len(pairs) / wall, wall / trainer.state.global_step, [])
+        return clock.run(len(pairs), trainer.state.global_step, [])
 
 
 def make_runners(path: str, pairs: pd.DataFrame, args) -> dict:
@@ -280,6 +290,8 @@ def report(args, runs: dict[str, list[Run]]) -> dict:
            for name, v in runs.items()},
         **{f"{name}_step_s": round(statistics.median(r.step_s for r in v), 4)
            for name, v in runs.items()},
+        **{f"{name}_cpu_step_s": round(statistics.median(r.cpu_step_s for r in v), 4)
+           for name, v in runs.items()},
     }  # fmt: skip
     return result | speedups(result, list(runs)) | loss_check(runs)
 
@@ -300,19 +312,24 @@ def paracl_name(layers: int | None) -> str:
 
 def speedups(result: dict, names: list[str]) -> dict[str, float]:
     """Each run over the ST trainer and over the bare loop of its precision; each top-N run
-    over paracl with all layers; each precision over fp32, runner by runner."""
-    rate = {name: result[f"{name}_samples_per_s"] for name in names}
+    over paracl with all layers; each precision over fp32, runner by runner. By wall time
+    (pairs/s) and, as `..._cpu`, by CPU seconds a step (steadier on a shared machine)."""
     out = {}
-    for name in names:
-        base, _, prec = name.partition("@")
-        tag = f"@{prec}" if prec else ""
-        for ref in ("st_trainer", "bare"):
-            if base not in (ref, "st_trainer") and ref + tag in rate:
-                out[f"{base}_vs_{ref}{tag}"] = round(rate[name] / rate[ref + tag], 3)
-        if base.startswith("paracl_top") and "paracl" + tag in rate:
-            out[f"{base}_vs_all{tag}"] = round(rate[name] / rate["paracl" + tag], 3)
-        if prec and prec != "fp32" and f"{base}@fp32" in rate:
-            out[f"{base}_{prec}_vs_fp32"] = round(rate[name] / rate[f"{base}@fp32"], 3)
+    measures = {"": {n: result[f"{n}_samples_per_s"] for n in names},
+                "_cpu": {n: 1 / result[f"{n}_cpu_step_s"] for n in names}}  # fmt: skip
+    for suffix, rate in measures.items():
+        for name in names:
+            base, _, prec = name.partition("@")
+            tag = f"@{prec}" if prec else ""
+            pairs = [(f"{base}_vs_{ref}{tag}", ref + tag) for ref in ("st_trainer", "bare")
+                     if base not in (ref, "st_trainer")]  # fmt: skip
+            if base.startswith("paracl_top"):
+                pairs.append((f"{base}_vs_all{tag}", "paracl" + tag))
+            if prec and prec != "fp32":
+                pairs.append((f"{base}_{prec}_vs_fp32", f"{base}@fp32"))
+            for key, ref in pairs:
+                if ref in rate:
+                    out[key + suffix] = round(rate[name] / rate[ref], 3)
     return out
 
 
