@@ -6,8 +6,9 @@ every epoch sees every text again, and on a small model the tokenizer and
 sentence-transformers' input checks are a tenth of the step (bench/bench_training.py). So
 `TokenCache.warm` tokenizes every text of the training set once, ahead of the first epoch,
 with the very `preprocess` call a step makes (prompt, truncation, chat template alike);
-each row's tokens are kept without their padding. A step then pads its rows to the
-batch's longest, as `preprocess` pads them: same tensors, so the same losses bit for bit.
+each row's tokens are kept without their padding, its per-token keys (input_ids,
+attention_mask, ...) stacked in one small int32 tensor a text. A step then pads its rows to the batch's
+longest, as `preprocess` pads them: same tensors, so the same losses bit for bit.
 
 That last claim is checked, not assumed: until a batch that needs padding has been
 collated exactly as `preprocess` gives it (same keys, same values), every batch is
@@ -32,12 +33,13 @@ CHUNK = 256  # texts per warm-up `preprocess` call
 
 
 class TokenCache:
-    """text -> its unpadded per-token tensors (input_ids, attention_mask, ...), filled by
-    `warm` and on a miss; `features(texts)` is `model.preprocess(texts)` from the cache."""
+    """text -> its unpadded per-token values (one row per key of `keys`), filled by `warm`
+    and on a miss; `features(texts)` is `model.preprocess(texts)` from the cache."""
 
     def __init__(self, model: SentenceTransformer):
         self.model = model
-        self.rows: dict[str, dict[str, torch.Tensor]] = {}
+        self.rows: dict[str, torch.Tensor] = {}  # (len(keys), tokens) int32 per text
+        self.keys: dict[str, torch.dtype] = {}  # per-token feature -> its dtype
         self.constant: dict = {}  # non-per-token entries of the features (e.g. modality)
         self.enabled = True
         self.checked = False  # a padded batch has matched preprocess exactly
@@ -66,14 +68,21 @@ class TokenCache:
                 if self.constant.setdefault(key, value) != value:
                     self._disable(f"{key!r} differs between batches")
                     return
-            elif value.dim() != 2 or value.shape != (len(texts), width):
-                self._disable(f"{key!r} is not one value per token")
+            elif (
+                value.dim() != 2 or value.shape != (len(texts), width) or value.is_floating_point()
+            ):
+                self._disable(f"{key!r} is not one integer per token")
                 return
+            elif self.keys.setdefault(key, value.dtype) != value.dtype:
+                self._disable(f"{key!r} changed its dtype")
+                return
+        if set(self.keys) != {k for k, v in feats.items() if isinstance(v, torch.Tensor)}:
+            self._disable("the per-token keys differ between batches")
+            return
+        stacked = torch.stack([feats[k] for k in self.keys]).to(torch.int32)
         for r, (text, n) in enumerate(zip(texts, lengths, strict=True)):
             cut = slice(width - n, width) if left else slice(0, n)
-            self.rows[text] = {
-                k: v[r, cut] for k, v in feats.items() if isinstance(v, torch.Tensor)
-            }
+            self.rows[text] = stacked[:, r, cut].clone()  # not a view: no chunk kept alive
 
     def _left(self) -> bool:
         return getattr(self.model.tokenizer, "padding_side", "right") == "left"
@@ -103,11 +112,12 @@ class TokenCache:
         tok = self.model.tokenizer
         pad = {"input_ids": tok.pad_token_id, "token_type_ids": tok.pad_token_type_id}
         out = dict(self.constant)
-        for key in self.rows[texts[0]]:
-            seqs = [self.rows[t][key] for t in texts]
+        rows = [self.rows[t] for t in texts]
+        for k, (key, dtype) in enumerate(self.keys.items()):
             out[key] = torch.nn.utils.rnn.pad_sequence(
-                seqs, batch_first=True, padding_value=pad.get(key, 0), padding_side=side
-            )
+                [row[k] for row in rows], batch_first=True, padding_value=pad.get(key, 0),
+                padding_side=side,
+            ).to(dtype)  # fmt: skip
         return out
 
     def _check(self, texts: list[str], feats: dict) -> None:
@@ -119,7 +129,7 @@ class TokenCache:
         )
         if not same:
             self._disable("a batch collated from it differs from preprocess")
-        elif len({len(self.rows[t]["attention_mask"]) for t in texts}) > 1:
+        elif len({self.rows[t].shape[1] for t in texts}) > 1:
             self.checked = True
 
 
