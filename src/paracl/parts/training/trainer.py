@@ -124,7 +124,11 @@ def token_lengths(model: SentenceTransformer, examples: pd.DataFrame) -> list[in
 
 
 def _embed_columns(
-    model, cols: list[list[str]], device, precision: str = DEFAULT_PRECISION, tokens=None
+    model,
+    cols: list[list[str]],
+    device,
+    precision: str = DEFAULT_PRECISION,
+    tokens: TokenCache | None = None,
 ) -> list[torch.Tensor]:
     """All columns in ONE forward pass (SimCSE feeds its 2B views the same way).
 
