@@ -8,6 +8,14 @@ TORCH_SPEC ?= torch==2.13.0
 # first decode (seen 2026-11-28, most likely what sank stop 51's CI), so build for AVX2,
 # which every machine of this project has (the AMD EPYC ones have nothing more). Override it
 # to tune for a CPU or to add CUDA.
+# Runtime CPU dispatch (one build that picks AVX2, AVX-512 or AMX kernels per machine) is
+# ggml's `-DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DGGML_NATIVE=OFF` (llama-cpp-python
+# forces BUILD_SHARED_LIBS on, which BACKEND_DL needs). Not usable as is with llama-cpp-python
+# 0.3.36: its CMakeLists installs only targets it names (ggml-cpu, not the ggml-cpu-haswell ...
+# ggml-cpu-sapphirerapids modules ggml builds), and ggml loads backend modules from
+# GGML_BACKEND_DIR (a build-time path), the python executable's folder or the working
+# directory, not from llama_cpp/lib; so such a build also needs -DGGML_BACKEND_DIR=<that lib
+# folder> or a ggml_backend_load_all_from_path() call before the first model. Not yet built.
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 # pytest-xdist workers of `make test`, one test file at a time (tests/conftest.py orders them),
 # each on one torch thread: the tests' models are tiny, and threads beyond the cores only spin.

@@ -18,7 +18,7 @@ from paracl.stages.evaluate import run_job
 
 def main(params: dict) -> None:
     paths = args("run", "task", "encoder", "train_metrics", "out")
-    cfg = params["evaluate"]
+    cfg = {**params["evaluate"], "precision": params["precision"]}  # encoding's autocast
     check_inputs("evaluate.tasks", paths.task, paths.encoder, paths.train_metrics, cfg["raw_dir"])
     device = select_device(params["device"])
     result = run_job(

@@ -10,6 +10,11 @@ import pytest
 from paracl.testing import standins
 from paracl.testing.tiny_models import build_tiny_model
 
+# `precision: auto` resolves per CPU (bf16 with AMX); the suite's expected numbers are fp32's,
+# so it runs as on a CPU without native bf16, stage subprocesses included (they inherit it).
+# tests/parts/test_training_precision.py fakes each CPU kind to test the rule itself.
+os.environ["PARACL_CPU_BF16"] = "none"
+
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("PARACL_DATA_MIRROR", REPO.parent / "shared" / "data"))
 

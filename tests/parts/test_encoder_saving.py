@@ -158,8 +158,8 @@ def test_trained_encoder_is_what_evaluation_scores(
     caches: list[EmbeddingCache] = []
 
     class Recording(EmbeddingCache):
-        def __init__(self, model, batch_size: int = 64):
-            super().__init__(model, batch_size)
+        def __init__(self, model, batch_size: int = 64, precision: str = "auto"):
+            super().__init__(model, batch_size, precision)
             caches.append(self)
 
     frame = pd.DataFrame({"sentence1": S1, "sentence2": S2, "label": GOLD})
@@ -174,7 +174,9 @@ def test_trained_encoder_is_what_evaluation_scores(
     assert np.allclose(np.stack([cache.vectors[s] for s in S1]), plain, atol=1e-6)
     # the training dev score is the saved encoder's (1 epoch: the best is the last)
     assert metrics["dev_spearman"] == pytest.approx(sts_spearman(loaded, read_sts(dev)), abs=1e-4)
-    assert metrics["precision"] == "fp32"  # what the run computed in (auto on a CPU)
+    assert metrics["precision"] == "fp32"  # what the run computed in (auto, no native bf16)
+    assert metrics["cpu_bf16"] is None and metrics["cpu_capability"]  # the CPU it ran on
+    assert result["ran_in"]["precision"] == "fp32"  # evaluation encoded in it too
 
     card = (out / "README.md").read_text()
     assert "# paracl encoder `ppdb`" in card and f"`{base}`" in card

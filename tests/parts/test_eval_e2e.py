@@ -123,6 +123,7 @@ def test_finetune_regression_and_classification(tiny_bert, raw):
     data = load_task("stsb", raw, seed=0)
     out = finetune_task(tiny_bert, data, cfg, seeds=[1, 2], device=CPU)
     assert out["metric"] == "spearman" and out["test"]["n"] == 2
+    assert out["ran_in"]["precision"] == "fp32"  # auto, resolved (the suite: no native bf16)
     assert {"spearman", "pearson"} <= set(out["runs"][0]["test"])
     assert all(1 <= r["best_epoch"] <= r["epochs_run"] <= 2 for r in out["runs"])
     again = finetune_task(tiny_bert, data, cfg, seeds=[1], device=CPU)

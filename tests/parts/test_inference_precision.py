@@ -1,5 +1,5 @@
 """The inference stages follow the `precision` param too (paracl.core.device): perplexity
-ranking, round-trip translation (seq2seq and prompted causal LM), the paraphraser's
+ranking, evaluation's encoding, round-trip translation (seq2seq and prompted causal LM), the paraphraser's
 generation and both noun-chunk fillers autocast to the dtype it picks, and stay in fp32
 when it says fp32. Before, they autocast to `auto` whatever the param said, so `precision:
 fp32` on a GPU still ranked and generated in bf16.
@@ -67,7 +67,15 @@ def _paraphraser(tiny_llama, precision):
     )
 
 
+def _evaluation_encoding(tiny_bert, precision):
+    from paracl.parts.encoder.build import build_encoder
+    from paracl.parts.encoder.embed import EmbeddingCache
+
+    EmbeddingCache(build_encoder(tiny_bert, "mean", 16), 2, precision).embed(TEXTS)
+
+
 RUNS = {
+    "evaluation_encoding": (_evaluation_encoding, "tiny_bert"),
     "perplexity": (_perplexity, "tiny_gpt2"),
     "t5_filler": (_t5_filler, "tiny_t5"),
     "causal_filler": (_causal_filler, "tiny_gpt2"),

@@ -13,7 +13,16 @@ import pandas as pd
 import pytest
 import torch
 
-from paracl.core.device import autocast, autocast_dtype, backward, grad_scaler, optimizer_step
+from paracl.core import device as device_module
+from paracl.core.device import (
+    autocast,
+    autocast_dtype,
+    backward,
+    cpu_bf16,
+    grad_scaler,
+    optimizer_step,
+    precision_record,
+)
 from paracl.core.params import ParamsError
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
@@ -50,6 +59,60 @@ def test_precision_picks_the_autocast_dtype(monkeypatch):
     assert autocast_dtype(CUDA, "bf16") == torch.bfloat16  # asked for: emulated
     with pytest.raises(ParamsError, match="precision"):
         autocast_dtype(CPU, "fp8")
+
+
+def _fake_cpu(monkeypatch, tmp_path, flags: str) -> None:
+    """A CPU whose /proc/cpuinfo lists `flags` (the suite's override lifted)."""
+    info = tmp_path / "cpuinfo"
+    info.write_text(f"processor\t: 0\nflags\t\t: fpu sse2 {flags}\nbugs\t\t: spectre_v1\n")
+    monkeypatch.delenv(device_module.CPU_BF16_ENV, raising=False)
+    monkeypatch.setattr(device_module, "CPUINFO", info)
+    device_module._cpuinfo_bf16.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("flags", "native", "dtype"),
+    [
+        ("avx2 avx512f avx512_bf16 amx_tile amx_bf16", "amx", torch.bfloat16),  # Sapphire Rapids
+        ("avx2 avx512f avx512_bf16", "avx512_bf16", torch.bfloat16),  # Cooper Lake, Zen 4
+        ("avx2 fma", None, None),  # an AVX2-only EPYC: bf16 would be emulated
+        ("avx2 avx512f", None, None),  # AVX-512 without bf16 (Skylake)
+    ],
+)
+def test_auto_is_bf16_on_a_cpu_that_runs_it_natively(monkeypatch, tmp_path, flags, native, dtype):
+    _fake_cpu(monkeypatch, tmp_path, flags)
+    try:
+        assert cpu_bf16() == native
+        assert autocast_dtype(CPU) == dtype and autocast_dtype(CPU, "auto") == dtype
+        assert autocast_dtype(CPU, "fp32") is None  # pinned: the same on every CPU
+        assert autocast_dtype(torch.device("mps")) is None
+        record = precision_record(CPU)
+        assert record["precision"] == ("bf16" if native else "fp32")
+        assert record["cpu_bf16"] == native
+        assert record["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+        assert precision_record(CPU, "fp32")["precision"] == "fp32"
+    finally:
+        device_module._cpuinfo_bf16.cache_clear()
+
+
+def test_no_cpuinfo_is_no_native_bf16(monkeypatch, tmp_path):
+    monkeypatch.delenv(device_module.CPU_BF16_ENV, raising=False)
+    monkeypatch.setattr(device_module, "CPUINFO", tmp_path / "absent")  # macOS: no /proc
+    device_module._cpuinfo_bf16.cache_clear()
+    try:
+        assert cpu_bf16() is None and autocast_dtype(CPU) is None
+    finally:
+        device_module._cpuinfo_bf16.cache_clear()
+
+
+def test_the_override_names_a_cpu_kind_or_stops(monkeypatch):
+    monkeypatch.setenv(device_module.CPU_BF16_ENV, "amx")
+    assert autocast_dtype(CPU) == torch.bfloat16
+    monkeypatch.setenv(device_module.CPU_BF16_ENV, "none")
+    assert autocast_dtype(CPU) is None
+    monkeypatch.setenv(device_module.CPU_BF16_ENV, "yes")
+    with pytest.raises(ParamsError, match="PARACL_CPU_BF16"):
+        autocast_dtype(CPU)
 
 
 def test_the_scaler_is_on_in_fp16_only(monkeypatch):
@@ -158,7 +221,7 @@ def _scaled_vs_plain(build, run) -> None:
         # (the scaler would skip that step and halve the scale; here it must not)
         scaler = torch.amp.GradScaler("cpu", init_scale=SCALE, enabled=enabled)
         loss = run(model, scaler)
-        assert torch.isfinite(torch.tensor(loss))
+        assert torch.isfinite(torch.as_tensor(loss))
         grads.append(_grads(model))
     ratio = grads[1].norm() / grads[0].norm()
     assert ratio == pytest.approx(SCALE, rel=0.02)

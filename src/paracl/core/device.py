@@ -1,11 +1,15 @@
 """Device and precision choice, in one place, so every stage behaves the same.
 
 `auto` picks CUDA, then Apple MPS, then CPU. The `precision` param (auto | bf16 | fp16 |
-fp32) picks the autocast dtype: `auto` is bf16 on a GPU with native bf16 (compute
-capability >= 8: A100, H100, RTX 30xx+), fp16 on older GPUs (T4, V100: torch would only
-emulate bf16 there), and fp32 on CPU and MPS (CPU half precision is slower than fp32 for
-these model sizes). An explicit bf16 or fp16 is honoured on every device (CPU autocast
-runs both: the tests force fp16 on CPU that way); fp32 turns autocast off.
+fp32) picks the autocast dtype, and `autocast_dtype` alone resolves it: `auto` is bf16 on
+a GPU with native bf16 (compute capability >= 8: A100, H100, RTX 30xx+), fp16 on older
+GPUs (T4, V100: torch would only emulate bf16 there), bf16 on a CPU that runs bf16 matmuls
+natively (AMX or AVX512_BF16 in /proc/cpuinfo: a contrastive step of SmolLM2-135M runs
+~2x faster there, docs/benchmarks.md), and fp32 on other CPUs and MPS (where bf16 is
+emulated and slower than fp32). So `auto` resolves per machine; `fp32` pins it. An
+explicit bf16 or fp16 is honoured on every device (CPU autocast runs both: the tests force
+fp16 on CPU that way); fp32 turns autocast off. `precision_record` is what a stage's
+metrics record of it: the precision that ran and the CPU's capability.
 
 fp16 has 5 exponent bits: gradients below ~6e-8 flush to zero. Every training loop
 therefore steps through `grad_scaler` + `optimizer_step`, which scale the loss by
@@ -16,8 +20,11 @@ and fp32, so one code path serves every device.
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import random
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -45,11 +52,48 @@ DEFAULT_PRECISION = "auto"
 HALF = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
+CPUINFO = Path("/proc/cpuinfo")
+# /proc/cpuinfo flags that mean native bf16 matmuls, best first: AMX tiles (Sapphire Rapids
+# and later), then AVX512_BF16 (Cooper Lake, Zen 4); without them oneDNN emulates bf16
+CPU_BF16_FLAGS = {"amx_bf16": "amx", "avx512_bf16": "avx512_bf16"}
+
+
+CPU_BF16_ENV = "PARACL_CPU_BF16"  # overrides the detection: amx | avx512_bf16 | none
+
+
+def cpu_bf16() -> str | None:
+    """How this CPU runs bf16 natively: "amx", "avx512_bf16", or None (emulated or not
+    known: no /proc/cpuinfo, as on macOS). $PARACL_CPU_BF16 overrides it (the test suite
+    sets none, so its expected numbers hold on every CPU kind, stage subprocesses too)."""
+    forced = os.environ.get(CPU_BF16_ENV)
+    if forced is not None:
+        if forced not in (*CPU_BF16_FLAGS.values(), "none"):
+            known = ", ".join((*CPU_BF16_FLAGS.values(), "none"))
+            raise ParamsError(f"${CPU_BF16_ENV} must be one of {known}, got {forced!r}")
+        return None if forced == "none" else forced
+    return _cpuinfo_bf16()
+
+
+@functools.cache
+def _cpuinfo_bf16() -> str | None:
+    """cpu_bf16 as /proc/cpuinfo's flags say (read once per process)."""
+    try:
+        text = CPUINFO.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines()
+                  if ln.startswith("flags")), [])  # fmt: skip
+    return next((name for flag, name in CPU_BF16_FLAGS.items() if flag in flags), None)
+
+
 def autocast_dtype(device: torch.device, precision: str = DEFAULT_PRECISION) -> torch.dtype | None:
-    """The mixed-precision dtype for `device` under `precision`, or None to stay in fp32."""
+    """The mixed-precision dtype for `device` under `precision`, or None to stay in fp32.
+    The one place `auto` is resolved (every stage's autocast and loss scaler asks here)."""
     if precision not in PRECISIONS:
         raise ParamsError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if precision == "auto":
+        if device.type == "cpu":
+            return torch.bfloat16 if cpu_bf16() else None
         if device.type != "cuda":
             return None
         native = torch.cuda.is_bf16_supported(including_emulation=False)
@@ -65,10 +109,20 @@ def precision_used(device: torch.device, precision: str = DEFAULT_PRECISION) -> 
     return "fp32" if dtype is None else {v: k for k, v in HALF.items()}[dtype]
 
 
+def precision_record(device: torch.device, precision: str = DEFAULT_PRECISION) -> dict:
+    """For a stage's metrics: the precision that ran (`auto` resolved) and the CPU it ran on
+    (torch's kernel capability, e.g. AVX512 or AVX2, and its native bf16, or null), so that
+    two runs of one `precision: auto` on different machines say why they differ."""
+    return {
+        "precision": precision_used(device, precision),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu_bf16": cpu_bf16(),
+    }
+
+
 @contextlib.contextmanager
 def autocast(device: torch.device, precision: str = DEFAULT_PRECISION) -> Iterator[None]:
-    """Autocast to `precision`'s dtype on `device` (auto: mixed precision on CUDA only);
-    a no-op when that is fp32."""
+    """Autocast to `precision`'s dtype on `device` (`autocast_dtype`); a no-op in fp32."""
     dtype = autocast_dtype(device, precision)
     if dtype is None:
         yield

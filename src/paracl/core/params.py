@@ -404,8 +404,8 @@ class Params(Section):
     device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
     precision: Literal["auto", "bf16", "fp16", "fp32"] = param(
         "auto",
-        help="autocast dtype of training and generation (paracl.core.device); auto: bf16/fp16 on "
-        "CUDA, fp32 elsewhere",
+        help="autocast dtype of training, generation and encoding (paracl.core.device); auto: "
+        "bf16/fp16 on CUDA, bf16 on a CPU with AMX or AVX512_BF16, fp32 elsewhere",
     )
     executor: Literal["local", "ray"] = param("local", help="per-shard engine")
     ray_address: str | None = param(None, help="null: start a local Ray")

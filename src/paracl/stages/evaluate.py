@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from paracl.core.device import precision_record
 from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
 from paracl.parts.evaluation.jcse_readers import read_qabot
 from paracl.parts.evaluation.job_result import job_result
@@ -61,10 +62,17 @@ def run_job(
     kinds = {"unsup_sts": _unsup_sts, "pi": _pi, "pi_xling": _pi_xling, "domain_sts": _jacsts,
              "retrieval": _qabot}  # fmt: skip
     run = kinds[info["kind"]]
+    ran_in = precision_record(device, cfg.get("precision", "fp32"))  # as _cache encodes
     return job_result(
         method, task, encoder_dir, train_metrics,
-        lambda: run(task, info["lang"], encoder_dir, cfg, seed, device),
+        lambda: {**run(task, info["lang"], encoder_dir, cfg, seed, device), "ran_in": ran_in},
     )  # fmt: skip
+
+
+def _cache(model, cfg: dict) -> EmbeddingCache:
+    """The job's embedding cache, encoding under the run's `precision` (in cfg by the stage;
+    fp32 when absent, as a caller without it scored before)."""
+    return EmbeddingCache(model, cfg["encode_batch_size"], cfg.get("precision", "fp32"))
 
 
 def _sample_note(cfg: dict, seed: int) -> str:
@@ -76,7 +84,7 @@ def _sample_note(cfg: dict, seed: int) -> str:
 
 def _unsup_sts(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
     sets = sts_sets(lang, cfg["raw_dir"])
-    cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
+    cache = _cache(load_encoder(encoder_dir, device), cfg)
     out = evaluate_unsup_sts(cache, sets, cfg["max_eval_pairs"], seed)
     scores = {k: round(v["spearman"], 2) for k, v in out["sets"].items()}
     log.info("unsup STS: %s (%.0f sentences/s)", scores, cache.speed()["sentences_per_second"])
@@ -88,7 +96,7 @@ def _unsup_sts(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) 
 def _jacsts(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
     """JACSTS (JCSE Table 6): cosine STS on the test pairs, as unsup_sts; the dev pairs'
     Spearman (`dev_score`) is the one to select a model or checkpoint by."""
-    cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
+    cache = _cache(load_encoder(encoder_dir, device), cfg)
     out = evaluate_unsup_sts(cache, jacsts_sets(cfg["raw_dir"]), cfg["max_eval_pairs"], seed)
     out.pop("avg_spearman")  # of test and dev: not a number to report
     test, dev = out["sets"]["test"], out["sets"]["dev"]
@@ -104,7 +112,7 @@ def _qabot(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> d
     max_eval_pairs caps the shared pool's questions (every relevant one kept)."""
     model = load_encoder(encoder_dir, device)
     model.max_seq_length = MAX_LENGTH
-    cache = EmbeddingCache(model, cfg["encode_batch_size"])
+    cache = _cache(model, cfg)
     pools = read_qabot(Path(cfg["raw_dir"]) / "jcse" / "QAbot")
     out = evaluate_qabot(cache, pools, cfg["max_eval_pairs"], seed)
     log.info("QAbot: %s (%.0f sentences/s)", out["metrics"], cache.speed()["sentences_per_second"])
@@ -118,7 +126,7 @@ def _qabot(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> d
 
 
 def _pi(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
-    cache = EmbeddingCache(load_encoder(encoder_dir, device), cfg["encode_batch_size"])
+    cache = _cache(load_encoder(encoder_dir, device), cfg)
     sets = {
         name: evaluate_pi(cache, load_task_for(name, cfg, seed), cfg["max_eval_pairs"], seed)
         for name in PI_SETS[lang]

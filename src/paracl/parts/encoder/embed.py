@@ -3,7 +3,8 @@
 Evaluation sets share many sentences (STS12–16 repeat headlines, SICK pairs reuse
 sentences, each pair side is scored against several others), so embeddings are cached
 by sentence text: `EmbeddingCache.embed` encodes only sentences it has not seen, in
-batches that sentence-transformers sorts by length, under torch.inference_mode.
+batches that sentence-transformers sorts by length, under torch.inference_mode and the
+run's `precision` (paracl.core.device: `auto` is bf16 where the device runs it natively).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from paracl.core.device import DEFAULT_PRECISION, autocast
 
 log = logging.getLogger(__name__)
 
@@ -91,9 +94,10 @@ def load_encoder(encoder_dir: str | Path, device: torch.device):
 class EmbeddingCache:
     """Sentence → embedding, filled lazily in batches; counts what it encoded and how fast."""
 
-    def __init__(self, model, batch_size: int = 64):
+    def __init__(self, model, batch_size: int = 64, precision: str = DEFAULT_PRECISION):
         self.model = model
         self.batch_size = batch_size
+        self.precision = precision
         self.vectors: dict[str, np.ndarray] = {}
         self.encoded = 0
         self.seconds = 0.0
@@ -103,7 +107,7 @@ class EmbeddingCache:
         new = sorted(set(sentences) - self.vectors.keys())
         if new:
             start = time.perf_counter()
-            with torch.inference_mode():
+            with torch.inference_mode(), autocast(self.model.device, self.precision):
                 vecs = self.model.encode(
                     new,
                     batch_size=self.batch_size,

@@ -44,6 +44,7 @@ from paracl.core.device import (
     backward,
     grad_scaler,
     optimizer_step,
+    precision_record,
     seed_everything,
 )
 from paracl.core.errors import InputError
@@ -351,4 +352,5 @@ def finetune_task(
             if data.eval_sets
             else {}
         ),  # fmt: skip
+        "ran_in": precision_record(device, cfg.precision),  # `auto` resolved on this machine
     }

@@ -6,6 +6,7 @@ the encoder: paracl.parts.encoder; the losses: paracl.parts.losses).
 - objectives.py: what a step optimises on a batch (the trainer's contract)
 - trainer.py: the loop (seeds, mixed precision, GradCache, early stopping)
 - grad_cache.py: exact large-batch training in mini-batches (no shrunken negatives)
+- tokens.py: each training text tokenized once, a step pads its cached rows
 - dev.py: the STS-dev Spearman that early stopping and model selection use
 - checkpoint.py: resumable training state, and SIGTERM
 - parallel.py: what each torchrun process does differently

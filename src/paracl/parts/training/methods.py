@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paracl.core.device import precision_used, seed_everything
+from paracl.core.device import precision_record, seed_everything
 from paracl.core.errors import InputError
 from paracl.core.freeze import freeze
 from paracl.core.models import resolve_model
@@ -293,7 +293,7 @@ def train_method(
             "loss": objective.name,
             "examples": len(examples),
             "steps": result.steps,
-            "precision": precision_used(device, config.precision),
+            **precision_record(device, config.precision),  # auto resolves per machine
             "skipped_steps": result.skipped_steps,  # fp16 overflow; 0 in bf16/fp32
             "epochs_run": result.epochs_run,
             "best_epoch": result.best_epoch,

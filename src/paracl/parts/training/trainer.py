@@ -16,14 +16,18 @@ sentence-transformers provides the model, its saving and the InfoNCE (MNRL) loss
   loss on a held-out dev sample after each epoch (PPDB, EBSIM), or the last weights; per
   epoch, training stops after `patience` epochs without a gain, and the best weights are
   restored. `max_grad_norm` clips the gradient norm (SimCSE's HF Trainer: 1.0).
-- Mixed precision as `precision` says (paracl.core.device: auto = bf16 on GPUs that have it,
-  fp16 on older ones, fp32 on CPU); in fp16 the loss is scaled (torch.amp.GradScaler)
-  so small gradients do not flush to zero, a no-op otherwise. Seeds fix shuffling and
-  dropout.
+- Mixed precision as `precision` says (paracl.core.device: auto = bf16 on GPUs and CPUs that
+  run it natively, fp16 on older GPUs, fp32 on other CPUs); in fp16 the loss is scaled
+  (torch.amp.GradScaler) so small gradients do not flush to zero, a no-op otherwise. Seeds
+  fix shuffling and dropout.
 - Under torchrun (parallel.py) every rank draws the same global batches, embeds its own
   contiguous rows, and the loss sees all ranks' rows (gather.py); gradients are averaged
   and rank 0 alone scores dev. A per-example objective (EBSIM) needs no gather: each
   rank takes its rows' share of the batch mean. One process: all of that is a no-op.
+- Lean steps (tokens.py, `_LossLog`): every text is tokenized once, ahead of the first
+  epoch, and a step pads its cached rows (the same tensors as tokenizing the batch); the
+  step's loss stays on the device and is read back every LOSS_FLUSH_EVERY steps, so a GPU
+  step does not wait for the host.
 - Resumable (checkpoint.py): with a Checkpoint the whole loop state is saved every N
   steps and on SIGTERM, and a rerun continues from it to the same weights and curves.
 """
@@ -64,6 +68,7 @@ from paracl.parts.training.checkpoint import (
 )
 from paracl.parts.training.grad_cache import cached_step
 from paracl.parts.training.selection import dev_loss, step_eval_due
+from paracl.parts.training.tokens import TokenCache, embed_cached
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +133,11 @@ def token_lengths(model: SentenceTransformer, examples: pd.DataFrame) -> list[in
 
 
 def _embed_columns(
-    model, cols: list[list[str]], device, precision: str = DEFAULT_PRECISION
+    model,
+    cols: list[list[str]],
+    device,
+    precision: str = DEFAULT_PRECISION,
+    tokens: TokenCache | None = None,
 ) -> list[torch.Tensor]:
     """All columns in ONE forward pass (SimCSE feeds its 2B views the same way).
 
@@ -138,8 +147,42 @@ def _embed_columns(
     """
     texts = [t for col in cols for t in col]
     with autocast(device, precision):
-        merged = embed(model, texts).float()
+        merged = _embed(model, texts, tokens).float()
     return list(torch.split(merged, [len(col) for col in cols]))
+
+
+def _embed(model, texts: list[str], tokens: TokenCache | None) -> torch.Tensor:
+    """`embed(model, texts)`, from the token cache when there is one."""
+    return embed(model, texts) if tokens is None else embed_cached(tokens, texts)
+
+
+LOSS_FLUSH_EVERY = 50  # steps between reading the step losses back to the host
+
+
+class _LossLog:
+    """The step losses, kept as device tensors and read back LOSS_FLUSH_EVERY steps at a
+    time (one host sync, not one a step); `flush` checks them finite and records them in
+    step order. Flushed before anything reads result.losses or the log (dev, checkpoint)."""
+
+    def __init__(self, result: TrainResult, record: Logger):
+        self.result, self.record = result, record
+        self.pending: list[tuple[torch.Tensor | float, int]] = []
+
+    def add(self, loss: torch.Tensor | float, step: int) -> None:
+        self.pending.append((loss, step))
+        if len(self.pending) >= LOSS_FLUSH_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        tensors = [v for v, _ in self.pending if isinstance(v, torch.Tensor)]
+        read = iter(torch.stack(tensors).tolist() if tensors else [])  # the one sync
+        for value, step in self.pending:
+            loss = next(read) if isinstance(value, torch.Tensor) else value
+            if not math.isfinite(loss):
+                raise FloatingPointError(f"loss became {loss} at step {step}")
+            self.result.losses.append(loss)
+            self.record("train/loss", loss, step)
+        self.pending.clear()
 
 
 @dataclass
@@ -165,9 +208,11 @@ def _step(
     loss_fn: Callable[[list[torch.Tensor]], torch.Tensor],
     scaler: torch.amp.GradScaler,
     precision: str = DEFAULT_PRECISION,
-) -> float:
+    tokens: TokenCache | None = None,
+) -> torch.Tensor | float:
     """Forward and backward of one global batch (this rank's rows), the loss scaled by
-    `scaler` (fp16); returns the unscaled loss. The optimiser step is the caller's."""
+    `scaler` (fp16); returns the unscaled loss (a detached tensor where reading it would
+    wait for the device). The optimiser step is the caller's."""
     local = batch.iloc[parallel.local_rows(len(batch))]
     if objective.per_example:
         # this rank's rows; scaled so that the gradients averaged over ranks are the
@@ -177,15 +222,30 @@ def _step(
         return parallel.mean_over_ranks(loss, device)
     cols = objective.columns(local)
     if mini >= len(local):
-        value = loss_fn(_embed_columns(model, cols, device, precision))
+        value = loss_fn(_embed_columns(model, cols, device, precision, tokens))
         backward(value, scaler)
-        return float(value.detach())
+        return value.detach()
 
     def embed_part(texts: list[str]) -> torch.Tensor:
         with autocast(device, precision):
-            return embed(model, texts)
+            return _embed(model, texts, tokens)
 
     return cached_step(embed_part, cols, loss_fn, mini, device, scaler)
+
+
+def _token_cache(
+    model: SentenceTransformer, objective, examples: pd.DataFrame
+) -> TokenCache | None:
+    """The training set's texts tokenized once, ahead of the first epoch (a text mined or
+    built later is tokenized when first met); None for a per-example objective (EBSIM),
+    which tokenizes its own pairs."""
+    if objective.per_example:
+        return None
+    tokens = TokenCache(model)
+    for col in ("anchor", "positive", "negative"):
+        if col in examples:
+            tokens.warm(examples[col].dropna().astype(str))
+    return tokens
 
 
 def train(
@@ -236,6 +296,7 @@ def train(
 
     def save(prepared: pd.DataFrame | None) -> None:
         """All ranks (their RNG states are gathered); rank 0 writes."""
+        losses.flush()
         state = _capture(model, extra, optimizer, scheduler, scaler, progress, prepared)
         if parallel.is_main():
             checkpoint.save(state)
@@ -244,6 +305,8 @@ def train(
         checkpoint, model, extra, optimizer, scheduler, scaler, progress, record
     )
     result = progress.result
+    losses = _LossLog(result, record)
+    tokens = _token_cache(model, objective, examples)
     start_epoch, start_batch = progress.epoch, progress.batch
     with sigterm_requests(checkpoint is not None) as requested:
         for epoch in range(start_epoch, config.epochs):
@@ -275,18 +338,16 @@ def train(
                         continue
                     optimizer.zero_grad(set_to_none=True)
                     loss = _step(
-                        model, objective, batch, mini, device, loss_fn, scaler, config.precision
-                    )
+                        model, objective, batch, mini, device, loss_fn, scaler, config.precision,
+                        tokens,
+                    )  # fmt: skip
                     parallel.average_gradients(params)
-                    if not math.isfinite(loss):
-                        raise FloatingPointError(f"loss became {loss} at step {result.steps}")
                     if not optimizer_step(optimizer, scaler, params, config.max_grad_norm):
                         result.skipped_steps += 1
                     scheduler.step()
                     result.steps += 1
                     result.examples_seen += len(batch)
-                    result.losses.append(loss)
-                    record("train/loss", loss, result.steps)
+                    losses.add(loss, result.steps)
                     bar.update(1)
                     progress.epoch, progress.batch = epoch, m0 + j + 1
                     select.after_step(progress, record, epoch)
@@ -306,6 +367,7 @@ def train(
                             f"{checkpoint.dir}; run the stage again to resume"
                         )
             bar.close()
+            losses.flush()
             result.epochs_run = epoch + 1
             progress.epoch, progress.batch = epoch + 1, 0
             if select.after_epoch(progress, record, epoch):
