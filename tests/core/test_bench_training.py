@@ -13,7 +13,7 @@ import pytest
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "bench_training.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "bench_training.py"
 
 
 def _bench():

@@ -81,6 +81,8 @@ def test_qabot_reader_names_the_file_and_record(tmp_path):
 class _Vectors:
     """A stand-in encoder: each text's vector is given."""
 
+    device = torch.device("cpu")  # where EmbeddingCache runs it (under `precision`)
+
     def __init__(self, vectors: dict[str, list[float]]):
         self.vectors = vectors
 

@@ -430,11 +430,12 @@ def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params
     assert job["cmd"].split()[:2] == ["python", "stages/evaluate_finetune.py"]
     assert plain["cmd"].split()[:2] == ["python", "stages/evaluate.py"]
     assert "metrics/eval/ppdb_s2/stsb.json" in job["cmd"]
-    tuning = {"precision"} | {f"evaluate.{k}" for k in (
+    tuning = {f"evaluate.{k}" for k in (
         "seeds", "baseline_seeds", "epochs", "lr", "batch_size", "patience", "max_train",
         "max_dev", "max_test", "train_layers", "length_grouping", "mini_batch_size",
         "max_seq_length")}  # fmt: skip
     assert tuning <= set(job["params"]) and not tuning & set(plain["params"])
+    assert "precision" in job["params"] and "precision" in plain["params"]  # both encode under it
     source = (REPO / "src/paracl/stages/evaluate_finetune.py").read_text()
     read = set(re.findall(r'cfg(?:\["|\.get\(")(\w+)"', source)) - {"precision"}
     assert "mini_batch_size" in read and {f"evaluate.{k}" for k in read} <= set(job["params"])
