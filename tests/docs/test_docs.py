@@ -186,9 +186,6 @@ def test_every_result_says_when_where_and_how_it_was_measured():
 # a guide is read, so it stays short; history goes to the changelog's pages.
 BUDGETS = {
     "docs/results.md": 4000,
-    # Over the page budget before it existed; a ratchet until they are split: lower, never raise.
-    "docs/stages/evaluate.md": 5110,
-    "docs/stages/train-contrastive.md": 3840,
 }
 PAGE_BUDGET = 3000
 GENERATED_PAGES = {"docs/reference/params.md"}
