@@ -167,3 +167,14 @@ def test_packaged_lm_writes_real_negatives(lang, model_id, texts, one_thread):
             if fill:
                 assert not is_garbled(fill, chunk) and not is_original(fill, chunk)
                 assert bool(JA.search(fill)) == (lang == "ja")
+
+
+def test_a_quantized_filler_runs_in_fp32_whatever_the_precision(tiny_gpt2, nlp_en):
+    """int8 dynamic Linear layers (the CPU default) take fp32 activations: under bf16
+    autocast (precision auto on an AMX CPU) they raised "expected Float but found BFloat16"."""
+    sampling = _cfg().sampling()
+    assert sampling.quantize, "the CPU default quantizes the filler"
+    filler = CausalFiller(tiny_gpt2, CPU, sampling, seed=3, precision="bf16")
+    assert filler.precision == "fp32"
+    rows, stats = corrupt(ANCHORS, nlp_en, filler, _cfg())
+    assert stats["sentences_in"] == 3

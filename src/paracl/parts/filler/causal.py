@@ -130,6 +130,7 @@ class CausalFiller:
             self.model = torch.ao.quantization.quantize_dynamic(
                 self.model, {torch.nn.Linear}, dtype=torch.qint8
             )
+            precision = "fp32"  # int8 dynamic Linear layers take fp32 activations, not bf16
         self.device, self.sampling, self.seed, self.precision = device, sampling, seed, precision
         tok = self.tokenizer
         self.bos = bos_id(tok)
