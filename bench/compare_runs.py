@@ -19,6 +19,8 @@ from pathlib import Path
 
 import yaml
 
+from paracl.core.io import write_json
+
 
 def output_hashes(lock: Path) -> dict[str, tuple[str, str]]:
     """{output path: (stage, md5)} in dvc.lock's stage order."""
@@ -72,9 +74,7 @@ def main() -> None:
         "scores": compare_scores(*summaries),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(args.out)
+    write_json(result, args.out)
     print(f"wrote {args.out}: {result['outputs_different']} of {result['outputs_compared']} "
           f"outputs differ, from {result['first_stage_different']}")  # fmt: skip
 
