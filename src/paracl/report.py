@@ -457,9 +457,44 @@ def render_cross_cpu(root: Path) -> str:
     return f"{said}\n\n{markdown_table(['Method', 'Avg.', *tasks], table)}\n\n{caption(directory, where)}"
 
 
+STAGE_TIMES = Path("results/default/stage_times.json")
+
+
+def _minutes(seconds: float) -> str:
+    return (
+        f"{int(seconds // 60)} min {round(seconds % 60):d} s"
+        if seconds >= 60
+        else f"{seconds:.0f} s"
+    )
+
+
+def render_stage_times(root: Path) -> str:
+    """What the default `dvc repro` costs, stage by stage (bench/time_repro.py's JSON): a
+    stage of several runs (train_contrastive@*, evaluate@*) is one row with its count."""
+    if not (root / STAGE_TIMES).is_file():
+        return f"*{STAGE_TIMES.as_posix()} is not committed yet: `python bench/time_repro.py`.*"
+    data = read_json(root / STAGE_TIMES)
+    rows: dict[str, list[dict]] = {}
+    for stage in data["stages"]:
+        rows.setdefault(stage["stage"].split("@")[0], []).append(stage)
+    table = []
+    for name, runs in rows.items():
+        seconds = sum(r["seconds"] for r in runs)
+        label = f"{name} × {len(runs)}" if len(runs) > 1 else name
+        said = runs[0]["summary"] if len(runs) == 1 else f"~{seconds / len(runs):.0f} s a run"
+        table.append([f"`{label}`", said, _minutes(seconds)])
+    info = (
+        f"Measured {data['date']} on {data['machine']} by `{data['command']}` (bench/time_repro.py)"
+    )
+    total = f"**{_minutes(data['total_s'])}** in all."
+    where = f"{STAGE_TIMES.as_posix()}"
+    return (f"{total}\n\n{markdown_table(['Stage', 'What it did', 'Wall'], table)}\n\n"
+            f"<small>{info}. Rendered by `paracl report` from `{where}`.</small>")  # fmt: skip
+
+
 GENERATED = {"@sources": render_sources, "@tasks": render_tasks, "@claims": render_claims,
-             "@cross-cpu": render_cross_cpu}  # fmt: skip
-ROOTED = ("@claims", "@cross-cpu")  # the generated blocks that read results/
+             "@cross-cpu": render_cross_cpu, "@stage-times": render_stage_times}  # fmt: skip
+ROOTED = ("@claims", "@cross-cpu", "@stage-times")  # the generated blocks that read results/
 
 
 def render_block(root: Path, page: Path, name: str, part: str) -> str:

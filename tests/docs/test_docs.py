@@ -9,6 +9,8 @@ differs from what the committed JSON and src/paracl/core/params.py render.
 from __future__ import annotations
 
 import ast
+import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -236,3 +238,41 @@ def test_history_check_catches_an_issue_and_a_commit_but_not_a_table_or_code():
     assert not HISTORY.search(_prose("run `git show 1288419:x`\n\n    git log 53fb29f\n"))
     block = "<!-- report:x -->\nissue 29\n<!-- /report -->\n"
     assert not HISTORY.search(_prose(block + "1,000,000 pairs on 2026-11-28 by AMD EPYC\n"))
+
+
+def test_stage_times_group_a_stage_of_many_runs_into_one_row(tmp_path):
+    (tmp_path / "results" / "default").mkdir(parents=True)
+    stages = [
+        {"stage": "roundtrip", "start_s": 0.0, "seconds": 543.4, "summary": "430 sentences"},
+        {"stage": "evaluate@none-pi_en", "start_s": 543.4, "seconds": 9.0, "summary": ""},
+        {"stage": "evaluate@ppdb-pi_en", "start_s": 552.4, "seconds": 11.0, "summary": ""},
+    ]
+    (tmp_path / report.STAGE_TIMES).write_text(json.dumps({
+        "date": "2026-12-05", "machine": "Xeon, 2 cores", "command": "dvc repro",
+        "total_s": 563.4, "stages": stages}))  # fmt: skip
+    text = report.render_stage_times(tmp_path)
+    assert "**9 min 23 s** in all." in text
+    rows = [squeezed(r) for r in text.splitlines() if r.startswith("| `")]
+    assert rows == ["| `roundtrip` | 430 sentences | 9 min 3 s |",
+                    "| `evaluate × 2` | ~10 s a run | 20 s |"]  # fmt: skip
+    assert "Measured 2026-12-05 on Xeon, 2 cores by `dvc repro`" in text
+
+
+def test_time_repro_times_each_stage_until_the_next_one_starts(tmp_path, monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("time_repro", ROOT / "bench" / "time_repro.py")
+    time_repro = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(time_repro)
+    fake = tmp_path / "dvc"  # prints what `dvc repro` prints, with a pause inside a stage
+    fake.write_text(
+        "#!/bin/sh\necho \"Running stage 'fetch':\"\nsleep 0.3\n"
+        "echo \"Running stage 'roundtrip':\"\necho '06:26:38 roundtrip: 4 sentences'\n"
+        "echo '06:26:39 other: not the stage'\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    stages, total = time_repro.timed_repro([])
+    assert [s["stage"] for s in stages] == ["fetch", "roundtrip"]
+    assert stages[0]["seconds"] >= 0.3 and stages[1]["summary"] == "4 sentences"
+    assert abs(sum(s["seconds"] for s in stages) - total) < 0.2
