@@ -492,9 +492,47 @@ def render_stage_times(root: Path) -> str:
             f"<small>{info}. Rendered by `paracl report` from `{where}`.</small>")  # fmt: skip
 
 
+PRECISION = Path("results/precision-en")
+
+
+def _mean_sd(side: dict) -> str:
+    sd = f" ± {side['sd']:.1f}" if side["sd"] is not None else ""
+    return f"{side['mean']:.1f}{sd} (n = {side['n']})"
+
+
+def _signed(x: float | None) -> str:
+    return "" if x is None else ("+" if x >= 0 else "−") + f"{abs(x):.1f}"
+
+
+def render_precision(root: Path) -> str:
+    """One preset's methods trained and scored in fp32 and in bf16 (bench/compare_precision.py's
+    JSON): whether bf16 moves a score by more than its spread over seeds."""
+    from paracl.stages.summary import format_p
+
+    directory = root / PRECISION
+    if not (directory / "comparison.json").is_file():
+        return f"*{PRECISION.as_posix()}/comparison.json is not committed yet.*"
+    data = read_json(directory / "comparison.json")
+    a, b = data["names"]
+    table = []
+    for r in data["rows"]:
+        spread = max(r[s]["sd"] or 0.0 for s in ("a", "b"))
+        within = "yes" if abs(r["diff"]) <= spread else ("n/a (n = 1)" if not spread else "no")
+        p = "n/a" if r["p"] is None else format_p(r["p"])
+        table.append([r["method"], _mean_sd(r["a"]), _mean_sd(r["b"]), _signed(r["diff"]), p,
+                      _signed(r["a"].get("vs_none")), _signed(r["b"].get("vs_none")), within])  # fmt: skip
+    header = ["Method", a, b, f"{b} − {a}", "p", f"Δ vs none ({a})", f"Δ vs none ({b})",
+              "Within the seed SD"]  # fmt: skip
+    where = f"{PRECISION.as_posix()}/comparison.json"
+    legend = (f"`{data['task']}` score ×100, mean ± SD over training seeds; p: Welch's t-test "
+              f"between the precisions.")  # fmt: skip
+    return f"{markdown_table(header, table)}\n\n{legend}\n\n{caption(directory, where)}"
+
+
 GENERATED = {"@sources": render_sources, "@tasks": render_tasks, "@claims": render_claims,
-             "@cross-cpu": render_cross_cpu, "@stage-times": render_stage_times}  # fmt: skip
-ROOTED = ("@claims", "@cross-cpu", "@stage-times")  # the generated blocks that read results/
+             "@cross-cpu": render_cross_cpu, "@stage-times": render_stage_times,
+             "@precision": render_precision}  # fmt: skip
+ROOTED = ("@claims", "@cross-cpu", "@stage-times", "@precision")  # blocks that read results/
 
 
 def render_block(root: Path, page: Path, name: str, part: str) -> str:

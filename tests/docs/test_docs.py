@@ -259,11 +259,7 @@ def test_stage_times_group_a_stage_of_many_runs_into_one_row(tmp_path):
 
 
 def test_time_repro_times_each_stage_until_the_next_one_starts(tmp_path, monkeypatch):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("time_repro", ROOT / "bench" / "time_repro.py")
-    time_repro = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(time_repro)
+    time_repro = _bench("time_repro")
     fake = tmp_path / "dvc"  # prints what `dvc repro` prints, with a pause inside a stage
     fake.write_text(
         "#!/bin/sh\necho \"Running stage 'fetch':\"\nsleep 0.3\n"
@@ -276,3 +272,39 @@ def test_time_repro_times_each_stage_until_the_next_one_starts(tmp_path, monkeyp
     assert [s["stage"] for s in stages] == ["fetch", "roundtrip"]
     assert stages[0]["seconds"] >= 0.3 and stages[1]["summary"] == "4 sentences"
     assert abs(sum(s["seconds"] for s in stages) - total) < 0.2
+
+
+def _bench(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_precision_comparison_says_whether_bf16_moves_a_score_beyond_the_seed_spread(tmp_path):
+    runs = {"fp32": {"none": 70.0, "simcse_unsup_s1": 72.0, "simcse_unsup_s2": 74.0},
+            "bf16": {"none": 70.5, "simcse_unsup_s1": 72.5, "simcse_unsup_s2": 74.1}}  # fmt: skip
+    for precision, scores in runs.items():
+        for run, score in scores.items():
+            (tmp_path / precision / run).mkdir(parents=True)
+            (tmp_path / precision / run / "sts.json").write_text(json.dumps({"score": score}))
+    bench = _bench("compare_precision")
+    rows = bench.compare(*(bench.scores(tmp_path / p, "sts")[0] for p in ("fp32", "bf16")))
+    assert [r["method"] for r in rows] == ["none", "simcse_unsup"]
+    simcse = rows[1]
+    assert simcse["a"]["mean"] == 73.0 and simcse["b"]["n"] == 2
+    assert abs(simcse["diff"] - 0.3) < 1e-9 and simcse["p"] is not None
+    assert abs(simcse["a"]["vs_none"] - 3.0) < 1e-9 and abs(simcse["b"]["vs_none"] - 2.8) < 1e-9
+    out = tmp_path / report.PRECISION
+    out.mkdir(parents=True)
+    (out / "comparison.json").write_text(json.dumps({"task": "sts", "names": ["fp32", "bf16"],
+                                                     "ran_in": [{}, {}], "rows": rows}))  # fmt: skip
+    lines = [squeezed(r) for r in report.render_precision(tmp_path).splitlines()]
+    assert "| none | 70.0 (n = 1) | 70.5 (n = 1) | +0.5 | n/a |  |  | n/a (n = 1) |" in lines
+    simcse_row = next(r for r in lines if r.startswith("| simcse_unsup"))
+    assert simcse_row.startswith(
+        "| simcse_unsup | 73.0 ± 1.4 (n = 2) | 73.3 ± 1.1 (n = 2) | +0.3 |"
+    )
+    assert simcse_row.endswith("| +3.0 | +2.8 | yes |")
