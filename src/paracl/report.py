@@ -36,6 +36,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from paracl.core.errors import InputError
 from paracl.core.io import atomic_path, read_json
+from paracl.core.languages import DEFAULT, codes
 from paracl.core.tables import markdown_table
 
 MARKER = re.compile(
@@ -647,8 +648,9 @@ def _range(meta: dict) -> str:
 
 def _help(key: str, meta: dict, notes: dict[str, str]) -> str:
     """params.py's help, else the key's comment in params.yaml (a per-language key's
-    comment read from its `en` entry)."""
-    return meta.get("help") or notes.get(key) or notes.get(key.replace("{en,ja}", "en"), "")
+    comment read from its first language's entry, `en`)."""
+    first = key.replace("{" + ",".join(codes()) + "}", DEFAULT)
+    return meta.get("help") or notes.get(key) or notes.get(first, "")
 
 
 def _rows(keys: list[Field], prefix: str, notes: dict[str, str]) -> list[list[str]]:

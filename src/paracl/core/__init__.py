@@ -2,6 +2,7 @@
 
 - `errors`: the one-line error types; `io`: atomic writes, Parquet and JSON; `schemas`:
   the Parquet schemas of every artifact; `params`: params.yaml's schema and checks;
+- `languages/`: one profile per language (its splitter, tokenizer, data, jobs);
 - `device`: device, seeds and precision; `models`: model resolution (hub id, local
   folder, packaged model); `freeze`: which weights train;
 - `distributed/`: executors (local or Ray), shard caches, the cross-process gather;

@@ -11,8 +11,8 @@ evaluation jobs, the losses), so a misspelt task fails when params load, not aft
 pipeline has trained. To add a key, add a field. The checker knows
 
     int, float (ints pass), str, bool, X | None (null allowed), Literal["a", "b"],
-    list[X], a Section (a nested mapping), dict[Literal["en", "ja"], X] (exactly these
-    keys), dict[str, X] (any names of [A-Za-z0-9_]+).
+    list[X], a Section (a nested mapping), dict[Lang, X] (exactly one key per language
+    profile, as dict[Literal[...], X]), dict[str, X] (any names of [A-Za-z0-9_]+).
 
 A key a section does not declare is an error, unless the section sets `extra_keys`.
 """
@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 import yaml
 
 from paracl.core.errors import UserError
+from paracl.core.languages import codes
 
 
 class ParamsError(UserError, ValueError):
@@ -84,7 +85,7 @@ def loss_names() -> list[str]:
     raise RuntimeError(f"{source}: no `LOSSES = {{...}}` registry")
 
 
-Lang = Literal["en", "ja"]
+Lang = Literal[tuple(codes())]  # the languages with a profile (paracl.core.languages)
 
 # -- the schema of params.yaml: one section per stage, then the top level (`Params`) --
 

@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from paracl.core.device import DEFAULT_PRECISION, autocast_dtype
+from paracl.core.languages import profile
 from paracl.core.models import ResolvedModel
 from paracl.parts.evaluation.metrics import pearson, spearman
 from paracl.parts.evaluation.readers import read_sts_pairs
@@ -51,16 +52,6 @@ KIND_FILE = "paracl_sts_scorer.json"
 SCALE = {
     "bi_encoder": "cosine of the two sentence embeddings, clipped to [0, 1]",
     "cross_encoder": "sigmoid of the cross-encoder's output, in [0, 1]",
-}
-# The split files inside each language's dataset folder (as the fetch stage writes it):
-# STS-B for English, JGLUE's JSTS (its dev split is `valid`) for Japanese.
-SPLIT_FILES = {
-    "en": {s: f"original/sts-{s}.csv" for s in ("train", "dev", "test")},
-    "ja": {
-        "train": "jsts-v1.3/train-v1.3.json",
-        "dev": "jsts-v1.3/valid-v1.3.json",
-        "test": "jsts-v1.3/test-v1.3.json",
-    },
 }
 PAPER = {"base_model": "microsoft/deberta-v3-large", "kind": "cross_encoder", "n_seeds": 10}
 
@@ -91,8 +82,10 @@ def read_pairs(path: str | Path) -> StsPairs:
 
 
 def read_splits(dataset: str | Path, lang: str) -> dict[str, StsPairs]:
-    """train, dev and test pairs of the `lang` dataset folder (SPLIT_FILES)."""
-    return {name: read_pairs(Path(dataset) / file) for name, file in SPLIT_FILES[lang].items()}
+    """train, dev and test pairs of the `lang` dataset folder (as the fetch stage writes it;
+    the files are the profile's `sts_scorer_data`: STS-B for English, JSTS for Japanese)."""
+    files = profile(lang).sts_scorer_data
+    return {name: read_pairs(Path(dataset) / file) for name, file in files.items()}
 
 
 def sample_pairs(pairs: StsPairs, n: int | None, seed: int) -> StsPairs:
@@ -338,7 +331,8 @@ def train_best_of_seeds(
 
 def deviations(cfg: dict, lang: str, model_id: str, n_train: int, n_train_all: int) -> list[str]:
     """How this run differs from the paper's scorer (empty: the paper's setup)."""
-    out = [] if lang == "en" else ["trained on JSTS: the paper's scorer is English (STS-B)"]
+    note = profile(lang).sts_scorer_note
+    out = [] if note is None else [note]
     if model_id != PAPER["base_model"]:
         out.append(f"base model {model_id}, not {PAPER['base_model']}")
     if cfg["kind"] != PAPER["kind"]:

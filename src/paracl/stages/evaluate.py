@@ -17,13 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from paracl.core.device import precision_record
+from paracl.core.languages import profile
 from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
 from paracl.parts.evaluation.jcse_readers import read_qabot
 from paracl.parts.evaluation.job_result import job_result
-from paracl.parts.evaluation.paraphrase_id import PI_SETS, evaluate_pi
+from paracl.parts.evaluation.paraphrase_id import evaluate_pi
 from paracl.parts.evaluation.retrieval import MAX_LENGTH, TITLES, evaluate_qabot
 from paracl.parts.evaluation.tasks import (  # the job registry lives with the task registry
     EMBEDDING_JOBS,
+    EN,
     FINETUNE_JOBS,
     PI,
     PI_XLING,
@@ -129,7 +131,7 @@ def _pi(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict
     cache = _cache(load_encoder(encoder_dir, device), cfg)
     sets = {
         name: evaluate_pi(cache, load_task_for(name, cfg, seed), cfg["max_eval_pairs"], seed)
-        for name in PI_SETS[lang]
+        for name in profile(lang).pi_sets
     }
     tests = "; ".join(f"{k}: test = {v['provenance']['test']}" for k, v in sets.items())
     return {
@@ -150,7 +152,7 @@ def _pi_xling(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -
     cache = EmbeddingCache(model, cfg["encode_batch_size"])
     out = evaluate_pi(cache, load_task_for(PI_XLING[task], cfg, seed), cfg["max_eval_pairs"], seed)
     out["parameters"] = sum(p.numel() for p in model.parameters())  # Table I's Params
-    sets = {"en": out["accuracy"], **{k: v["accuracy"] for k, v in out["eval_sets"].items()}}
+    sets = {EN: out["accuracy"], **{k: v["accuracy"] for k, v in out["eval_sets"].items()}}
     log.info("PI en/ja at threshold %.3f: %s", out["threshold"],
              {k: round(v, 1) for k, v in sets.items()})  # fmt: skip
     note = (f"threshold: {out['provenance']['dev']}; en: {out['provenance']['test']}; ja, en_ja, "

@@ -43,6 +43,7 @@ from paracl.core import schemas
 from paracl.core.distributed.sharded import CountedShards, Engine, map_shards, parquet_shards
 from paracl.core.errors import InputError
 from paracl.core.io import fingerprint, input_checksum, iter_parts
+from paracl.core.languages import profile
 from paracl.parts.ppdb_rules import DictionaryError, read_dictionary
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ class Candidate:
 
 def phrase_key(tokens: Iterable[str], lang: str) -> str:
     """The matching key of a token sequence (see the module docstring)."""
-    if lang == "ja":
+    if not profile(lang).spaced:
         return "".join(tokens)
     return " ".join(t.lower() for t in tokens)
 
@@ -90,7 +91,7 @@ class RuleIndex:
         self.too_long = 0
         for src, tgt, prob in zip(rules["source"], rules["target"], rules["prob"], strict=True):
             words = src.split()
-            if lang != "ja" and len(words) > max_words:
+            if profile(lang).spaced and len(words) > max_words:
                 self.too_long += 1
                 continue
             key = phrase_key(words, lang)
@@ -106,11 +107,12 @@ class RuleIndex:
 
     def matches(self, tokens: list[str]) -> list[tuple[int, int, Rule]]:
         """All (start, end, rule) whose source spells tokens[start:end]."""
-        norm = [_unescape(t) for t in tokens] if self.lang != "ja" else tokens
-        if self.lang != "ja":
+        spaced = profile(self.lang).spaced
+        norm = [_unescape(t) for t in tokens] if spaced else tokens
+        if spaced:
             norm = [t.lower() for t in norm]
         found = []
-        sep = "" if self.lang == "ja" else " "
+        sep = " " if spaced else ""
         for i in range(len(norm)):
             key = ""
             for j in range(i, min(len(norm), i + self.max_words)):
@@ -138,9 +140,9 @@ def _moses(lang: str):
 def detokenize(tokens: list[str], lang: str) -> str:
     """Moses detokeniser for English (and other space-separated languages); Japanese
     text is written without spaces between tokens."""
-    if lang == "ja":
+    if not profile(lang).spaced:
         return "".join(tokens)
-    return _moses(lang).detokenize([_unescape(t) for t in tokens])
+    return _moses(profile(lang).moses).detokenize([_unescape(t) for t in tokens])
 
 
 def _target_tokens(rule: Rule, original: list[str], lang: str) -> list[str]:
@@ -149,7 +151,7 @@ def _target_tokens(rule: Rule, original: list[str], lang: str) -> list[str]:
     PPDB is lower-cased: replacing "The film" by "this movie" at the start of a
     sentence should give "This movie".
     """
-    if lang == "ja":
+    if not profile(lang).spaced:
         return ["".join(rule.target.split())]
     words = rule.target.split()
     first = original[0]
@@ -191,7 +193,7 @@ def _splice(
     replace exactly the spans. Japanese: the target replaces the span, no spaces.
     """
     out = text
-    context = lang != "ja" and len(combo) == 1
+    context = profile(lang).spaced and len(combo) == 1
     for start, end, rule in sorted(combo, key=lambda m: -m[0]):
         new = _target_tokens(rule, tokens[start:end], lang)
         a, b = (max(0, start - 1), min(len(tokens), end + 1)) if context else (start, end)

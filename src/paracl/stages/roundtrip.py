@@ -42,7 +42,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from paracl.core import schemas
+from paracl.core import languages, schemas
 from paracl.core.device import DEFAULT_PRECISION, autocast
 from paracl.core.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
 from paracl.core.io import fingerprint, input_checksum
@@ -92,35 +92,13 @@ def batch_seed(seed: int, tag: str, texts: Sequence[str]) -> int:
     return int.from_bytes(digest.digest()[:8], "little") & 0x7FFF_FFFF_FFFF_FFFF
 
 
-LANGUAGE_NAMES = {"en": "English", "de": "German", "ja": "Japanese"}
-
-# The few-shot examples of a translation prompt: the same three sentences per language.
-EXAMPLES = {
-    "en": (
-        "The church was built in the 12th century and restored in 1890.",
-        "She studied physics at the University of Vienna.",
-        "The album was released by a small label in 1998.",
-    ),
-    "de": (
-        "Die Kirche wurde im 12. Jahrhundert erbaut und 1890 restauriert.",
-        "Sie studierte Physik an der Universität Wien.",
-        "Das Album wurde 1998 von einem kleinen Label veröffentlicht.",
-    ),
-    "ja": (
-        "その教会は12世紀に建てられ、1890年に修復された。",
-        "彼女はウィーン大学で物理学を学んだ。",
-        "そのアルバムは1998年に小さなレーベルから発売された。",
-    ),
-}
-
-
 def translation_prompt(text: str, src: str, tgt: str) -> str:
     """A few-shot prompt whose continuation is the translation, ending at a newline."""
-    a, b = LANGUAGE_NAMES[src], LANGUAGE_NAMES[tgt]
-    shots = "".join(
-        f"{a}: {x}\n{b}: {y}\n\n" for x, y in zip(EXAMPLES[src], EXAMPLES[tgt], strict=True)
-    )
-    return f"{shots}{a}: {text}\n{b}:"
+    # the shots: the same sentences in each language's profile
+    a, b = languages.pivot(src), languages.pivot(tgt)
+    pairs = zip(a.examples, b.examples, strict=True)
+    shots = "".join(f"{a.name}: {x}\n{b.name}: {y}\n\n" for x, y in pairs)
+    return f"{shots}{a.name}: {text}\n{b.name}:"
 
 
 def few_shot_prefix(src: str, tgt: str) -> str:
@@ -173,10 +151,10 @@ def load_translator(
     if path is not None and AutoConfig.from_pretrained(str(path)).is_encoder_decoder:
         return Translator(path, device, src_lang_code, tgt_lang_code, precision)
     for code in (src, tgt):
-        if code not in LANGUAGE_NAMES:
+        if languages.pivot(code) is None:
             raise ParamsError(
                 f"params.yaml: 'roundtrip.pivot': no translation prompt for language {code!r} "
-                f"(have: {', '.join(LANGUAGE_NAMES)})"
+                f"(have: {', '.join(languages.pivots())})"
             )
     key = str(gguf or path)
     if gguf is not None:

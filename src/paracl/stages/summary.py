@@ -37,7 +37,7 @@ from scipy import stats
 
 from paracl.core.io import read_json
 from paracl.core.tables import header_cells, markdown_table
-from paracl.parts.evaluation.tasks import PI_XLING, job_info
+from paracl.parts.evaluation.tasks import EN, JA, PI_XLING, PI_XLING_SETS, job_info
 
 GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")
 ALPHA = 0.05  # significance level of the t-test over seeds
@@ -129,7 +129,7 @@ PI_CLAIMS = (
     ("Cross-lingual PI Table II: cross-lingual pairs above the base", "ams_full", "none",
      "pi_cross"),
 )  # fmt: skip
-PI_SETS = ("en", "ja", "en_ja", "ja_en")  # Table I's mean (tasks.PI_XLING_SETS)
+PI_SETS = PI_XLING_SETS  # Table I's mean: en, ja, en_ja, ja_en
 PI_PREFIXES = ("", "labse_")  # pi-en-ja's rows, and the paper presets' (on LaBSE)
 NOT_RUN = "not run for this method (evaluate.finetune_methods)"
 NO_FILE = "not run (no metrics file)"
@@ -401,7 +401,7 @@ def _pi_cross(r: dict | None) -> dict | None:
         return None
     out = {}
     for run in r["runs"]:
-        sets = {"en": run["test"]["accuracy"],
+        sets = {EN: run["test"]["accuracy"],
                 **{k: v["accuracy"] for k, v in run.get("eval_sets", {}).items()}}  # fmt: skip
         out[f"ft{run['seed']}"] = {"mean": float(np.mean([sets[k] for k in PI_SETS])),
                                    "sets": sets}  # fmt: skip
@@ -459,7 +459,7 @@ def _pi_sample(row: dict, on: str) -> dict[str, float | None]:
     pick = {
         "pi_mean": lambda v: v["mean"],
         "pi_within": lambda v: v["mean"],
-        "pi_ja": lambda v: v["sets"].get("ja"),
+        "pi_ja": lambda v: v["sets"].get(JA),
         "pi_cross": lambda v: _mean([v["sets"].get("en_ja"), v["sets"].get("ja_en")]),
     }[on]
     return {n: (pick(v) if v else None) for n, v in row["runs"].items()}
@@ -728,12 +728,12 @@ def pi_table_two(pi: dict, fmt: str) -> list[str]:
                 "std": statistics.stdev(per) if len(per) > 1 else None}  # fmt: skip
 
     head = ["Model", "Inter-para (en–ja, ja–en)", "Inter-same (translation)",
-            "Intra (en, ja)", "en", "ja (zero-shot)", "en–ja", "ja–en"]  # fmt: skip
+            "Intra (en, ja)", EN, f"{JA} (zero-shot)", "en–ja", "ja–en"]  # fmt: skip
     body = []
     for name, r in pi["rows"].items():
         sets = r["sets"]
         body.append([name, _pi_cell(avg(r, ("en_ja", "ja_en")), fmt),
-                     _pi_cell(sets.get("translation"), fmt), _pi_cell(avg(r, ("en", "ja")), fmt),
+                     _pi_cell(sets.get("translation"), fmt), _pi_cell(avg(r, (EN, JA)), fmt),
                      *(_pi_cell(sets.get(k), fmt) for k in PI_SETS)])  # fmt: skip
     return ["", "Table II (its layout): accuracy across languages and within one:", "",
             markdown_table(head, body), "",

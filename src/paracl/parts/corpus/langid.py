@@ -8,6 +8,8 @@ only on its text: the result is the same whatever the order, shard or worker.
 
 from __future__ import annotations
 
+from paracl.core.languages import profile
+
 
 def set_seed(seed: int) -> None:
     from langdetect import DetectorFactory
@@ -16,7 +18,8 @@ def set_seed(seed: int) -> None:
 
 
 def language_prob(text: str, lang: str) -> float:
-    """langdetect's probability that `text` is in `lang` (0.0 when it has no features)."""
+    """langdetect's probability that `text` is in `lang` (its profile's `langdetect` code;
+    0.0 when it has no features)."""
     from langdetect import detect_langs
     from langdetect.lang_detect_exception import LangDetectException
 
@@ -24,7 +27,8 @@ def language_prob(text: str, lang: str) -> float:
         ranked = detect_langs(text)
     except LangDetectException:  # no letters langdetect knows (digits, symbols)
         return 0.0
-    return next((r.prob for r in ranked if r.lang == lang), 0.0)
+    code = profile(lang).langdetect
+    return next((r.prob for r in ranked if r.lang == code), 0.0)
 
 
 def describe() -> str:

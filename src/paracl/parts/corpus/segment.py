@@ -16,15 +16,17 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from paracl.core.languages import profile
+
 PUNCTUATION_JA = "。！？!?"
 MAX_CONCATENATE = 10_000  # bound the "の" joining (quadratic on adversarial text)
 
 
 @functools.cache
-def _english() -> Callable[[str], list[str]]:
+def _moses(lang: str) -> Callable[[str], list[str]]:
     from sentence_splitter import SentenceSplitter
 
-    return SentenceSplitter(language="en").split
+    return SentenceSplitter(language=lang).split
 
 
 @functools.cache
@@ -43,26 +45,46 @@ def _japanese() -> Callable[[str], object]:
     return make_pipeline(split_newline, join_tail_no, split_punc)
 
 
+def _split_moses(text: str, lang: str) -> list[str]:
+    """Each line of a paragraph on its own, with Moses' rules for the language."""
+    split = _moses(profile(lang).moses)
+    return [s for line in text.splitlines() if line.strip() for s in split(line.strip())]
+
+
+def _split_ja(text: str, lang: str) -> list[str]:
+    # ja_sentence_segmenter reserves U+222F as its escape sentinel.
+    return list(_japanese()(text.replace("\u222f", "")))
+
+
+def _describe_moses(lang: str) -> str:
+    from importlib.metadata import version
+
+    moses = profile(lang).moses
+    return f"sentence-splitter {version('sentence-splitter')} (Moses split-sentences.perl, {moses})"
+
+
+def _describe_ja(lang: str) -> str:
+    from importlib.metadata import version
+
+    return (
+        f"ja_sentence_segmenter {version('ja-sentence-segmenter')} "
+        f"(newline, join tail 'の', punctuation {PUNCTUATION_JA})"
+    )
+
+
+# A profile's `splitter` names one of these: (split, describe).
+SPLITTERS = {
+    "moses": (_split_moses, _describe_moses),
+    "ja_sentence_segmenter": (_split_ja, _describe_ja),
+}
+
+
 def split_sentences(text: str, lang: str) -> list[str]:
     """The sentences of one paragraph, stripped, empty ones dropped."""
-    if lang == "en":
-        split = _english()
-        out = [s for line in text.splitlines() if line.strip() for s in split(line.strip())]
-    elif lang == "ja":
-        # ja_sentence_segmenter reserves U+222F as its escape sentinel.
-        out = list(_japanese()(text.replace("\u222f", "")))
-    else:
-        raise ValueError(f"no sentence splitter for language {lang!r}")
+    out = SPLITTERS[profile(lang).splitter][0](text, lang)
     return [s.strip() for s in out if s.strip()]
 
 
 def describe(lang: str) -> str:
     """Which splitter ran, with its version, for the metrics."""
-    from importlib.metadata import version
-
-    if lang == "en":
-        return f"sentence-splitter {version('sentence-splitter')} (Moses split-sentences.perl, en)"
-    return (
-        f"ja_sentence_segmenter {version('ja-sentence-segmenter')} "
-        f"(newline, join tail 'の', punctuation {PUNCTUATION_JA})"
-    )
+    return SPLITTERS[profile(lang).splitter][1](lang)

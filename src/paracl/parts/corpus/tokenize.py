@@ -11,12 +11,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from paracl.core.languages import profile
+
 
 @functools.cache
-def _moses() -> Callable[[str], list[str]]:
+def _moses(lang: str) -> Callable[[str], list[str]]:
     from sacremoses import MosesTokenizer
 
-    tok = MosesTokenizer(lang="en")
+    tok = MosesTokenizer(lang=lang)
     return functools.partial(tok.tokenize, escape=False)
 
 
@@ -29,25 +31,37 @@ def _mecab() -> Callable[[str], list[str]]:
     return lambda text: tagger.parse(text).split()
 
 
-def tokenize(text: str, lang: str) -> list[str]:
-    """Words of one sentence."""
-    if lang == "en":
-        return _moses()(text)
-    if lang == "ja":
-        return _mecab()(text)
-    raise ValueError(f"no tokenizer for language {lang!r}")
-
-
-def describe(lang: str) -> dict:
-    """Which tokenizer and dictionary ran, with versions, for the metrics."""
+def _describe_moses(lang: str) -> dict:
     from importlib.metadata import version
 
-    if lang == "en":
-        return {
-            "tokenizer": f"sacremoses {version('sacremoses')} MosesTokenizer(lang=en, escape=False)",
-            "dictionary": None,
-        }
+    moses = profile(lang).moses
+    return {
+        "tokenizer": f"sacremoses {version('sacremoses')} MosesTokenizer(lang={moses}, escape=False)",
+        "dictionary": None,
+    }
+
+
+def _describe_mecab(lang: str) -> dict:
+    from importlib.metadata import version
+
     return {
         "tokenizer": f"MeCab via mecab-python3 {version('mecab-python3')} (-Owakati)",
         "dictionary": f"IPAdic (PyPI ipadic {version('ipadic')})",
     }
+
+
+# A profile's `tokenizer` names one of these: (the tokenizer of a language, describe).
+TOKENIZERS = {
+    "moses": (lambda lang: _moses(profile(lang).moses), _describe_moses),
+    "mecab": (lambda lang: _mecab(), _describe_mecab),
+}
+
+
+def tokenize(text: str, lang: str) -> list[str]:
+    """Words of one sentence."""
+    return TOKENIZERS[profile(lang).tokenizer][0](lang)(text)
+
+
+def describe(lang: str) -> dict:
+    """Which tokenizer and dictionary ran, with versions, for the metrics."""
+    return TOKENIZERS[profile(lang).tokenizer][1](lang)

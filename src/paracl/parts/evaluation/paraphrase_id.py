@@ -36,8 +36,6 @@ from paracl.parts.evaluation.metrics import (
 from paracl.parts.evaluation.sample import sample_rows
 from paracl.parts.evaluation.tasks import TaskData
 
-PI_SETS = {"en": ("paws", "mrpc"), "ja": ("pawsx_ja",)}
-
 
 def evaluate_pi(
     cache: EmbeddingCache, data: TaskData, max_pairs: int | None = None, seed: int = 0

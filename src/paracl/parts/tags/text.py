@@ -15,14 +15,15 @@ from collections.abc import Iterable
 
 import numpy as np
 
-# Commas and periods are kept; Japanese text uses 、 and 。 for them.
-_KEEP_PUNCT = {"en": ",.", "ja": ",.、。"}
+from paracl.core.languages import DEFAULT, profile
+
 _SPACES = re.compile(r"\s+")
 
 
-def strip_symbols(text: str, lang: str = "en") -> str:
-    """Remove every character that is not a letter, digit, whitespace, comma or period."""
-    keep = _KEEP_PUNCT[lang]
+def strip_symbols(text: str, lang: str = DEFAULT) -> str:
+    """Remove every character that is not a letter, digit, whitespace, comma or period
+    (the language's: its profile's `keep_punct`)."""
+    keep = profile(lang).keep_punct
     chars = [
         c for c in text if c.isspace() or c in keep or unicodedata.category(c)[0] in ("L", "N", "M")
     ]
@@ -30,9 +31,9 @@ def strip_symbols(text: str, lang: str = "en") -> str:
 
 
 def word_count(text: str, lang: str) -> int:
-    """Words after symbol removal; Japanese has no spaces, so characters / 2 stand in."""
+    """Words after symbol removal; without spaces (Japanese), characters / 2 stand in."""
     stripped = strip_symbols(text, lang)
-    if lang == "ja":
+    if not profile(lang).spaced:
         return len(stripped.replace(" ", "")) // 2
     return len(stripped.split())
 

@@ -16,15 +16,13 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from paracl.core.errors import InputError
+from paracl.core.languages import profiles
 from paracl.parts.evaluation.metrics import spearman
 from paracl.parts.evaluation.readers import read_sts_pairs
 from paracl.parts.evaluation.sample import sample_rows
 
-# The dev set per language (under data/raw, fetched by the fetch stage).
-DEV_SETS = {
-    "en": "data/raw/stsbenchmark/sts-dev.csv",
-    "ja": "data/raw/jglue/jsts-v1.3/train-v1.3.json",  # valid is the jsts task's test set
-}
+# The dev set per language (under data/raw, fetched by the fetch stage): each profile's `sts_dev`.
+DEV_SETS = {p.code: p.sts_dev for p in profiles()}
 
 
 def read_sts(
