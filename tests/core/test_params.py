@@ -1,13 +1,15 @@
 """params.yaml validation: the shipped file passes; bad keys and values are named."""
 
+import dataclasses
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args, get_origin
 
 import pytest
 import yaml
 
 from paracl.core.params import (
     SCHEMA,
+    Params,
     ParamsError,
     Section,
     load_params,
@@ -108,10 +110,11 @@ def test_schema_subset_checks_some_sections_alone():
     }
 
 
-def test_new_keys_and_defaults():
+def test_new_keys_are_required_and_checked():
     values = shipped()
-    values["generate_paraphrases"].pop("heatmap_min_words", None)
-    assert validate(values)["generate_paraphrases"]["heatmap_min_words"] == 4
+    values["generate_paraphrases"].pop("heatmap_min_words")
+    with pytest.raises(ParamsError, match=r"missing key 'generate_paraphrases.heatmap_min_words'"):
+        validate(values)
     values["generate_paraphrases"]["heatmap_min_words"] = -1
     with pytest.raises(ParamsError, match=r"'generate_paraphrases.heatmap_min_words' must be"):
         validate(values)
@@ -138,8 +141,6 @@ def test_max_examples_per_method_makes_a_learning_curve():
 def test_train_layers_shared_and_per_method():
     values = shipped()
     assert validate(values)["train_contrastive"]["train_layers"] is None  # all layers
-    values["train_contrastive"].pop("train_layers")
-    assert validate(values)["train_contrastive"]["train_layers"] is None  # the default
     values["train_contrastive"]["train_layers"] = 4
     entry = {"loss": "infonce", "input": "p", "train_layers": 2}
     values["train_contrastive"]["methods"] = {"top2": entry}
@@ -253,3 +254,38 @@ def test_an_ebsim_input_is_a_ranking_that_ebsim_retrieve_writes():
     values["train_contrastive"]["methods"]["ebsim"]["input"] = "data/corpus/sentences.parquet"
     with pytest.raises(ParamsError, match=r"it writes: data/ebsim/sentences.parquet\)"):
         check_train_contrastive(values)
+
+
+# corrupt's fields are the corrupt/filler change's to edit: its defaults go when it lands
+PENDING = {f"corrupt.{k}" for k in ("num_samples", "top_k", "temperature", "fill_slack_tokens",
+                                   "max_blanks", "quantize", "shard_size")}  # fmt: skip
+
+
+def _second_defaults(section: type, values: dict, prefix: str = "") -> list[str]:
+    """The keys whose field carries a default though params.yaml writes the value: a
+    section's key that params.yaml sets, or an entry's key (`<name>`) that every entry sets."""
+    found = []
+    for f in dataclasses.fields(section):
+        key, given = prefix + f.name, values.get(f.name)
+        if f.default is not dataclasses.MISSING and f.name in values:
+            found.append(key)
+        entry = get_args(f.type)[1] if get_origin(f.type) is dict else None
+        if dataclasses.is_dataclass(f.type):
+            found += _second_defaults(f.type, given, key + ".")
+        elif dataclasses.is_dataclass(entry) and given:
+            found += [f"{key}.<name>.{e.name}" for e in dataclasses.fields(entry)
+                      if e.default is not dataclasses.MISSING
+                      and all(e.name in v for v in given.values())]  # fmt: skip
+    return found
+
+
+def test_each_value_is_written_once_in_params_yaml():
+    """params.yaml holds the values; the schema only types, ranges and help: a default there
+    would be a second copy that drifts (train_paraphraser.min_train_pairs said 1, params.yaml
+    16). A default is only for an entry's key that some entry leaves out."""
+    assert set(_second_defaults(Params, shipped())) == PENDING
+    assert _second_defaults(Demo, {"d": "y", "n": 1, "xs": []}) == ["d", "n"]  # the check works
+    values = shipped()
+    del values["evaluate"]["finetune_head"]  # a key that had a schema default
+    with pytest.raises(ParamsError, match=r"missing key 'evaluate.finetune_head'"):
+        validate(values)

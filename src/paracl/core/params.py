@@ -4,11 +4,16 @@ Why: a typo (`thetta: 0.4`) or an out-of-range value (`theta: 1.7`) must stop th
 stage at once with a message naming the key, not an hour later with a traceback.
 
 The schema is one class per section, a dataclass: each field is a key, its type says
-what the key holds, a default makes it optional, `param(min=, max=, help=)` adds a range
-(for a list or a dict: each item's), and `param(names=f)` a name that selects code: a
-string (or each item) must be one of `f()`, read from the code's own registry (the
-evaluation jobs, the losses), so a misspelt task fails when params load, not after the
-pipeline has trained. To add a key, add a field. The checker knows
+what the key holds, `param(min=, max=, help=)` adds a range (for a list or a dict: each
+item's), and `param(names=f)` a name that selects code: a string (or each item) must be
+one of `f()`, read from the code's own registry (the evaluation jobs, the losses), so a
+misspelt task fails when params load, not after the pipeline has trained. To add a key,
+add a field and its value in params.yaml.
+
+Each value is written once, in params.yaml (DVC reads it there); the schema holds no
+second copy, so every key params.yaml sets is required. A default only makes optional a
+key that an entry of a name-keyed mapping may leave out (a method's `data`, `seeds`, ...).
+A preset is merged over params.yaml, so it names only what it changes. The checker knows
 
     int, float (ints pass), str, bool, X | None (null allowed), Literal["a", "b"],
     list[X], a Section (a nested mapping), dict[Lang, X] (exactly one key per language
@@ -57,10 +62,9 @@ def param(
     names: Callable[[], Iterable[str]] | None = None,
 ) -> Any:
     """A field with a range (for a list or a dict: each item's), the names it accepts
-    (`names()`, read when checked) and a line of help."""
+    (`names()`, read when checked) and a line of help. `default` only for a key that an
+    entry of a name-keyed mapping may leave out: params.yaml holds every other value."""
     meta = {"min": min, "max": max, "help": help, "names": names}
-    if isinstance(default, list):  # a dataclass default must not be shared between instances
-        return dataclasses.field(default_factory=lambda: list(default), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -92,9 +96,9 @@ Lang = Literal[tuple(codes())]  # the languages with a profile (paracl.core.lang
 
 class Fetch(Section):
     sources: list[str]
-    mirror: str | None = None
+    mirror: str | None
     # sources whose registry files have no published checksum, used anyway (paracl.stages.fetch)
-    allow_unverified: list[str] | None = None
+    allow_unverified: list[str] | None
 
 
 class PrepareCorpus(Section):
@@ -121,7 +125,7 @@ class PpdbSubstitute(Section):
     max_phrase_words: dict[Lang, int] = param(min=1, max=20)
     max_substitutions: int = param(min=1, max=4, help="rules combined per candidate")
     max_candidates: int = param(min=1, help="candidates kept per sentence")
-    shard_size: int = param(5000, min=1, help="corpus sentences per shard")
+    shard_size: int = param(min=1, help="corpus sentences per shard")
 
 
 class RankFluency(Section):
@@ -130,7 +134,7 @@ class RankFluency(Section):
     # padded tokens per batch: bounds the logits' memory
     max_batch_tokens: dict[Lang, int] = param(min=8)
     max_sentences: int | None = param(min=1, help="sentences scored; null = all")
-    shard_size: int = param(1000, min=1, help="candidates per shard, whole sentences")
+    shard_size: int = param(min=1, help="candidates per shard, whole sentences")
 
 
 class AdaptFiller(Section):
@@ -190,18 +194,18 @@ class Corrupt(Section):
 class PrepareDomain(Section):
     # name -> input, as prepare_corpus.input (data/corpus/<name>.parquet, <name>_mix.parquet)
     corpora: dict[str, PrepareCorpus.CorpusInput] = param(help="target-domain corpora")
-    max_sentences: int | None = param(None, min=1, help="sentences kept per corpus; null = all")
+    max_sentences: int | None = param(min=1, help="sentences kept per corpus; null = all")
 
 
 class EbsimRetrieve(Section):
     # name -> titled corpus (data/ebsim/<name>.parquet; stage ebsim_retrieve@<name>)
     corpora: dict[str, str] = param(help="titled corpora EBSIM's methods train on; {} = none")
     retriever: str | None = param(
-        None, help="ranks sentences (mean pooling, never trained); null: the base model"
+        help="ranks sentences (mean pooling, never trained); null: the base model"
     )
-    eta: float = param(0.8, min=-1.0, max=1.0, help="word similarity that masks a word (Eq. 3)")
-    max_mask: float = param(0.5, min=0.0, max=1.0, help="at most this share of its words")
-    max_docs: int | None = param(None, min=1, help="the first N titled documents; null = all")
+    eta: float = param(min=-1.0, max=1.0, help="word similarity that masks a word (Eq. 3)")
+    max_mask: float = param(min=0.0, max=1.0, help="at most this share of its words")
+    max_docs: int | None = param(min=1, help="the first N titled documents; null = all")
 
 
 class Evaluate(Section):
@@ -211,17 +215,17 @@ class Evaluate(Section):
         names=job_names,
     )
     finetune_tasks: list[str] = param(
-        [], help="fine-tuning tasks of finetune_methods' runs (stage evaluate_finetune)",
+        help="fine-tuning tasks of finetune_methods' runs (stage evaluate_finetune)",
         names=job_names,
     )  # fmt: skip
     finetune_methods: list[str] | None = param(
-        [], help="methods whose runs get finetune_tasks; null = every method"
+        help="methods whose runs get finetune_tasks; null = every method"
     )
-    finetune_runs: list[str] = param([], help="their runs, written by `paracl expand`")
+    finetune_runs: list[str] = param(help="their runs, written by `paracl expand`")
     raw_dir: str
     seeds: list[int] = param(min=0, help="fine-tuning seeds")
     baseline_seeds: list[int] | None = param(
-        None, min=0, help="fine-tuning seeds of a run that trains nothing (loss none); null = seeds"
+        min=0, help="fine-tuning seeds of a run that trains nothing (loss none); null = seeds"
     )
     epochs: int | None = param(min=1, help="null: each task's paper value")
     lr: float | None = param(min=0.0, max=1.0, help="null: paper value")
@@ -229,25 +233,24 @@ class Evaluate(Section):
     patience: int = param(min=1, help="early stop after N epochs without dev gain")
     max_train: int | None = param(min=1, help="seeded train sample; null = all")
     max_dev: int | None = param(min=1, help="seeded dev sample; null = all")
-    max_test: int | None = param(None, min=1, help="fine-tuning: seeded test sample; null = all")
+    max_test: int | None = param(min=1, help="fine-tuning: seeded test sample; null = all")
     train_layers: int | None = param(
-        None, min=1, help="fine-tuning: the top N layers (+ head) train; null = every layer"
+        min=1, help="fine-tuning: the top N layers (+ head) train; null = every layer"
     )
     length_grouping: bool = param(
-        False, help="fine-tuning: batches of similar token length; false = random (papers)"
+        help="fine-tuning: batches of similar token length; false = random (papers)"
     )
     mini_batch_size: int | None = param(
         min=1, help="fine-tuning: rows per forward, length-sorted; same gradient; null = all"
     )
     finetune_head: Literal["pooled", "last_token"] = param(
-        "last_token",
         help="a causal LM's task head: on the last token, or on its sentence embedding",
     )
     max_eval_pairs: int | None = param(min=1, help="unsup/PI cap; null = all")
     max_seq_length: int = param(min=8, max=4096)
     encode_batch_size: int = param(min=1)
     missing_splits: Literal["resplit", "fail"] = param(
-        "resplit", help="a paper split file absent: re-split what exists, or stop"
+        help="a paper split file absent: re-split what exists, or stop"
     )
     dev_fraction: float = param(min=0.01, max=0.5, help="dev carved from train (and re-splits)")
     test_fraction: float = param(min=0.01, max=0.5, help="re-split of a single split: test share")
@@ -297,7 +300,7 @@ class Tag(Section):
     batch_size: int = param(min=1)
     heatmap_min_words: int = param(min=0)
     heatmap_max_pairs: int = param(min=1)
-    shard_size: int = param(500, min=1, help="candidates per shard, whole sentences")
+    shard_size: int = param(min=1, help="candidates per shard, whole sentences")
 
 
 class TrainParaphraser(Section):
@@ -307,12 +310,12 @@ class TrainParaphraser(Section):
     max_epochs: int = param(min=1)
     patience: int = param(min=1)
     max_length: int = param(min=8)
-    min_train_pairs: int = param(1, min=1, help="fewer train pairs: saved untrained")
-    max_train_pairs: int | None = param(None, min=1, help="seeded train sample; null = all")
-    train_layers: int | None = param(None, min=1, help="top layers trained; null = all")
-    freeze_embeddings: bool = param(False, help="decoder-only: vocabulary embeddings fixed")
-    train_new_tokens: bool = param(True, help="with frozen embeddings: tag rows still train")
-    threads: int | None = param(None, min=1, max=256, help="torch CPU threads")
+    min_train_pairs: int = param(min=1, help="fewer train pairs: saved untrained")
+    max_train_pairs: int | None = param(min=1, help="seeded train sample; null = all")
+    train_layers: int | None = param(min=1, help="top layers trained; null = all")
+    freeze_embeddings: bool = param(help="decoder-only: vocabulary embeddings fixed")
+    train_new_tokens: bool = param(help="with frozen embeddings: tag rows still train")
+    threads: int | None = param(min=1, max=256, help="torch CPU threads")
 
 
 class GenerateParaphrases(Section):
@@ -320,13 +323,13 @@ class GenerateParaphrases(Section):
     num_beams: int = param(min=1)
     min_ratio: float = param(min=0.0)
     max_ratio: float = param(min=0.0)
-    heatmap_min_words: int = param(4, min=0, help="shorter outputs are left out of heatmaps")
+    heatmap_min_words: int = param(min=0, help="shorter outputs are left out of heatmaps")
     max_sentences: int | None = param(min=1)
     batch_size: int = param(min=1)
     max_length: int = param(min=8)
-    shard_size: int = param(50, min=1, help="sentences per resumable shard")
-    baseline: bool = param(True, help="also generate untagged (Figure 3's baseline)")
-    threads: int | None = param(None, min=1, max=256, help="torch CPU threads per worker")
+    shard_size: int = param(min=1, help="sentences per resumable shard")
+    baseline: bool = param(help="also generate untagged (Figure 3's baseline)")
+    threads: int | None = param(min=1, max=256, help="torch CPU threads per worker")
 
 
 class TrainContrastive(Section):
@@ -353,46 +356,45 @@ class TrainContrastive(Section):
         input: str = param(help="its DVC dep (a continued run: the same seed's encoder)")
 
     methods: dict[str, Method] = param(help="method name -> its entry; evaluate scores each")
-    seeds: list[int] | None = param(None, min=0, help="seeds of a method without its own")
+    seeds: list[int] | None = param(min=0, help="seeds of a method without its own")
     runs: dict[str, Run] = param(help="methods x seeds, written by `paracl expand`")
     base_model: str
     pooling: Literal["mean", "weighted_mean", "last", "cls", "cls_mlp", "cls_mlp_always"]
     dropout: float | None = param(
-        None,
         min=0.0,
         max=0.9,
         help="every dropout rate of the base's config; null = the base's own",
     )
     max_seq_length: int = param(min=4, max=4096)
     batch_size: int = param(min=2, help="pairs per batch = the in-batch negatives pool")
-    length_grouping: bool = param(False, help="batches of similar length (less padding)")
+    length_grouping: bool = param(help="batches of similar length (less padding)")
     mini_batch_size: int | None = param(min=1, help="GradCache chunk; null = all")
-    processes: int = param(1, min=1, help="training processes (torchrun)")
-    checkpoint_every: int | None = param(10, min=1, help="steps between resumable checkpoints")
+    processes: int = param(min=1, help="training processes (torchrun)")
+    checkpoint_every: int | None = param(min=1, help="steps between resumable checkpoints")
     lr: float = param(min=0.0, max=1.0)
     temperature: float = param(min=1e-4, max=10.0)
     epochs: int = param(min=1)
     patience: int = param(min=1, help="early stop after this many epochs w/o dev gain")
     selection: Literal["sts_dev", "dev_loss", "none"] = param(
-        "sts_dev", help="the weights kept: best STS dev, best dev loss, or the last"
+        help="the weights kept: best STS dev, best dev loss, or the last"
     )
     sts_dev_every: int | None = param(
-        None, min=1, help="sts_dev: score every N steps (SimCSE: 125); null: each epoch"
+        min=1, help="sts_dev: score every N steps (SimCSE: 125); null: each epoch"
     )
     dev_loss_examples: int = param(
-        1000, min=2, help="dev_loss: training examples held out and scored (at most a tenth)"
+        min=2, help="dev_loss: training examples held out and scored (at most a tenth)"
     )
     max_grad_norm: float | None = param(
-        None, min=0.0, help="clip the gradient norm (SimCSE's HF Trainer: 1.0); null: no clip"
+        min=0.0, help="clip the gradient norm (SimCSE's HF Trainer: 1.0); null: no clip"
     )
     max_examples: int | None = param(min=2)
     freeze_embeddings: bool
     train_layers: int | None = param(
-        None, min=1, help="top layers trained (+ final norm), the rest frozen; null = all"
+        min=1, help="top layers trained (+ final norm), the rest frozen; null = all"
     )
     dev_max_pairs: int | None = param(min=2, help="seeded STS-dev sample")
     prompt: str | None = param(
-        None, help="text put before every sentence (training, dev, saved encoder); null: none"
+        help="text put before every sentence (training, dev, saved encoder); null: none"
     )
 
 
@@ -402,17 +404,16 @@ class Params(Section):
     seed: int = param(min=0, help="seed for every random choice in every stage")
     lang: Lang
     theta: float = param(min=0.0, max=1.0, help="keep paraphrase rules with p(d|s) >= theta")
-    device: Literal["auto", "cpu", "cuda", "mps"] = "auto"
+    device: Literal["auto", "cpu", "cuda", "mps"]
     precision: Literal["auto", "bf16", "fp16", "fp32"] = param(
-        "auto",
         help="autocast dtype of training, generation and encoding (paracl.core.device); auto: "
         "bf16/fp16 on CUDA, bf16 on a CPU with AMX or AVX512_BF16, fp32 elsewhere",
     )
-    executor: Literal["local", "ray"] = param("local", help="per-shard engine")
-    ray_address: str | None = param(None, help="null: start a local Ray")
-    workers: int = param(2, min=1, help="CPU stages: processes / Ray tasks in flight")
-    model_workers: int = param(1, min=1, help="model stages on Ray: actors")
-    gpus_per_model_worker: float = param(1.0, min=0.0, help="GPUs per Ray model actor")
+    executor: Literal["local", "ray"] = param(help="per-shard engine")
+    ray_address: str | None = param(help="null: start a local Ray")
+    workers: int = param(min=1, help="CPU stages: processes / Ray tasks in flight")
+    model_workers: int = param(min=1, help="model stages on Ray: actors")
+    gpus_per_model_worker: float = param(min=0.0, help="GPUs per Ray model actor")
     fetch: Fetch
     prepare_corpus: PrepareCorpus
     ppdb_substitute: PpdbSubstitute
@@ -444,7 +445,7 @@ NAME = re.compile(r"[A-Za-z0-9_]+")  # of a key in a dict[str, X]
 def _keys(tp: Any, meta: Mapping[str, Any] = NO_META, values: Iterable = (), key: str = "") -> Keys:
     """The keys a section or a dict[...] declares. dict[str, X] declares those it is given."""
     if is_dataclass(tp):
-        return {f.name: (f.type, f.metadata, _default(f)) for f in fields(tp)}
+        return {f.name: (f.type, f.metadata, f.default) for f in fields(tp)}
     names, item = get_args(tp)
     if get_origin(names) is Literal:  # a fixed set, e.g. one entry per language
         return {name: (item, meta, MISSING) for name in get_args(names)}
@@ -452,10 +453,6 @@ def _keys(tp: Any, meta: Mapping[str, Any] = NO_META, values: Iterable = (), key
         if not isinstance(name, str) or not NAME.fullmatch(name):
             raise ParamsError(f"'{key}': bad name {name!r} (use letters, digits and _)")
     return {name: (item, meta, MISSING) for name in values}
-
-
-def _default(f: dataclasses.Field) -> Any:
-    return f.default if f.default_factory is MISSING else f.default_factory()
 
 
 # The top-level keys, to check a few sections alone: validate(v, {k: SCHEMA[k] for k in ...}).
@@ -676,7 +673,7 @@ def finetune_runs(values: dict) -> list[str]:
     of some methods, so the evaluate_finetune stage reads this one."""
     ev, tc = values["evaluate"], values["train_contrastive"]
     _check_job_kinds(ev)
-    methods = ev.get("finetune_methods", [])
+    methods = ev["finetune_methods"]
     methods = list(tc["methods"]) if methods is None else methods
     unknown = [m for m in methods if m not in tc["methods"]]
     if unknown:
@@ -697,7 +694,7 @@ def _check_job_kinds(ev: dict) -> None:
                 f"'evaluate.tasks[{i}]': {name!r} is a fine-tuning task: list it in "
                 "evaluate.finetune_tasks (finetune_methods: null runs it for every method)"
             )
-    for i, name in enumerate(ev.get("finetune_tasks", [])):
+    for i, name in enumerate(ev["finetune_tasks"]):
         if name in tasks.EMBEDDING_JOBS:
             raise ParamsError(
                 f"'evaluate.finetune_tasks[{i}]': {name!r} is an embedding job, not a "
@@ -707,7 +704,7 @@ def _check_job_kinds(ev: dict) -> None:
 
 def check_finetune_runs(values: dict) -> None:
     """A stale evaluate.finetune_runs would fine-tune other runs than the methods say."""
-    if values["evaluate"].get("finetune_runs", []) != finetune_runs(values):
+    if values["evaluate"]["finetune_runs"] != finetune_runs(values):
         raise ParamsError(
             "'evaluate.finetune_runs' is out of date with evaluate.finetune_methods and "
             f"train_contrastive.runs: run `{EXPAND}` to rewrite it"
