@@ -101,26 +101,30 @@ def rank_titled_corpus(root: Path, params: dict) -> None:
 
 
 def crash_then_resume(
-    owner: ModuleType,
+    owner: type | ModuleType,
     fn_name: str,
     run: Callable[[], object],
     crash_at: int,
     out: str | Path | None = None,
 ) -> list[int]:
-    """run() with `owner.fn_name(frame, index)` failing at shard `crash_at` (and, if
-    given, nothing published at `out`), then run() again; return the shard indices the
-    second run computed. The real function is put back afterwards."""
+    """run() with a stage's shard work failing at shard `crash_at` (and, if given,
+    nothing published at `out`), then run() again; return the shard indices the second
+    run computed. The work is a job class's `process(state, shard)` (`fn_name`
+    "process") or a module's `fn(frame, index)`; the real one is put back afterwards."""
     real = getattr(owner, fn_name)
     calls: list[int] = []
 
-    def crashing(frame, index):
-        if index == crash_at:
-            raise RuntimeError("killed")
-        return real(frame, index)
+    def index(args: tuple) -> int:
+        return args[-1].index if fn_name == "process" else args[1]
 
-    def counting(frame, index):
-        calls.append(index)
-        return real(frame, index)
+    def crashing(*args):
+        if index(args) == crash_at:
+            raise RuntimeError("killed")
+        return real(*args)
+
+    def counting(*args):
+        calls.append(index(args))
+        return real(*args)
 
     try:
         setattr(owner, fn_name, crashing)

@@ -9,7 +9,6 @@ import os
 import sys
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from paracl.core.distributed.executor import Done, make_executor
@@ -82,26 +81,20 @@ def test_crashed_run_resumes_from_finished_shards(
     assert out.read_bytes() == clean.read_bytes()
 
 
-def test_shard_cache_rejects_damaged_and_stale_shards(tmp_path):
-    out = tmp_path / "x.parquet"
-    table = pa.table({"prob": [0.5, 1.0]})
-    cache = ShardCache(out, "key1")
-    cache.put("langid-0", table)
-    assert ShardCache(out, "key1").get("langid-0").equals(table)
-    (cache.dir / "langid-0.parquet").write_bytes(b"garbage")
-    assert ShardCache(out, "key1").get("langid-0") is None  # checksum no longer matches
-    ShardCache(out, "key2")  # other params/input: the old shards are removed
-    assert not cache.dir.exists()
+class Square:
+    """A job with no state: the square of each task."""
 
+    def setup(self) -> None:
+        return None
 
-def _square(x: int) -> int:
-    return x * x
+    def process(self, state: None, x: int) -> int:
+        return x * x
 
 
 def test_local_executor_is_ordered_lazy_and_takes_known_results():
     tasks = [1, Done(100), 3, 4, Done(-1), 6]
-    with make_executor("local", workers=2) as ex:
-        assert list(ex.map(_square, tasks, in_flight=3)) == [1, 100, 9, 16, -1, 36]
+    with make_executor(Square(), "local", workers=2) as ex:
+        assert list(ex.map(tasks, in_flight=3)) == [1, 100, 9, 16, -1, 36]
         drawn = []
 
         def endless():
@@ -109,19 +102,19 @@ def test_local_executor_is_ordered_lazy_and_takes_known_results():
                 drawn.append(i)
                 yield i
 
-        results = ex.map(_square, endless(), in_flight=3)
+        results = ex.map(endless(), in_flight=3)
         assert [next(results) for _ in range(5)] == [0, 1, 4, 9, 16]
         results.close()
         assert len(drawn) <= 5 + 3  # never more than in_flight ahead of the consumer
     with pytest.raises(ParamsError, match="'executor' must be one of"):
-        with make_executor("dask"):
+        with make_executor(Square(), "dask"):
             pass
 
 
 def test_ray_executor_without_ray_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     with pytest.raises(ParamsError, match=r"pip install 'paracl\[ray\]'"):
-        with make_executor("ray", workers=2):
+        with make_executor(Square(), "ray", workers=2):
             pass
 
 

@@ -3,34 +3,67 @@
 from __future__ import annotations
 
 import json
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pytest
 
-from paracl.core.distributed.sharded import Engine, map_shards, parquet_shards, stream_shards
+from paracl.core.distributed.sharded import (
+    Engine,
+    Shard,
+    map_shards,
+    parquet_shards,
+    stream_shards,
+)
+from paracl.core.errors import InputError
 from paracl.core.io import read_parquet, write_parquet
 
 IN_SCHEMA = pa.schema([("id", pa.int64()), ("text", pa.string())])
 OUT_SCHEMA = pa.schema([("id", pa.int64()), ("upper", pa.string()), ("shard", pa.int64())])
 
-_SUFFIX = {"value": ""}  # set by the worker initializer, as a model would be
+
+@dataclass(frozen=True)
+class Shout:
+    """A shard job that depends only on the rows, the index and its set-up state."""
+
+    suffix: str
+
+    def setup(self) -> str:
+        return self.suffix  # as a model would be loaded
+
+    def process(self, suffix: str, shard: Shard) -> pd.DataFrame:
+        frame = shard.rows
+        return pd.DataFrame(
+            {
+                "id": frame["id"],
+                "upper": [t.upper() + suffix for t in frame["text"]],
+                "shard": shard.index,
+            }
+        )
 
 
-def _init(suffix: str) -> None:
-    _SUFFIX["value"] = suffix
+class Marked(Shout):
+    """Each shard's rows marked with the set-up state that processed them."""
+
+    def setup(self) -> str:
+        return uuid.uuid4().hex
 
 
-def shout(frame: pd.DataFrame, index: int) -> pd.DataFrame:
-    """A per-shard function that depends only on the rows, the index and the init."""
-    return pd.DataFrame(
-        {
-            "id": frame["id"],
-            "upper": [t.upper() + _SUFFIX["value"] for t in frame["text"]],
-            "shard": index,
-        }
-    )
+class Broken(Shout):
+    """A job whose model does not load."""
+
+    def setup(self) -> str:
+        raise InputError("models/x: not a model directory")
+
+
+class FailsAt2(Shout):
+    def process(self, suffix: str, shard: Shard) -> pd.DataFrame:
+        if shard.index == 2:
+            raise InputError(f"shard {shard.index}: bad row")
+        return super().process(suffix, shard)
 
 
 @pytest.fixture()
@@ -41,9 +74,9 @@ def corpus(tmp_path) -> Path:
     return path
 
 
-def run(corpus: Path, out: Path, engine: Engine, model: bool = False, fn=shout) -> dict:
+def run(corpus: Path, out: Path, engine: Engine, model: bool = False, job=Shout("!")) -> dict:
     return map_shards(
-        fn,
+        job,
         parquet_shards(corpus, 5, IN_SCHEMA),
         out=out,
         schema=OUT_SCHEMA,
@@ -51,8 +84,6 @@ def run(corpus: Path, out: Path, engine: Engine, model: bool = False, fn=shout) 
         engine=engine,
         metadata={"stage": "test"},
         model=model,
-        init=_init,
-        init_args=("!",),
     )
 
 
@@ -75,28 +106,53 @@ def test_local_pool_writes_the_inline_bytes(corpus, tmp_path):
     assert manifest["rows"] == 23
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_each_worker_sets_the_job_up_once(corpus, tmp_path, workers):
+    run(corpus, tmp_path / "out.parquet", Engine(workers=workers), job=Marked(""))
+    marks = read_parquet(tmp_path / "out.parquet", OUT_SCHEMA)["upper"]
+    states = {u[-32:] for u in marks}
+    assert len(states) == workers  # 5 shards, round robin: every worker took some
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_errors_reach_the_driver_as_raised_and_publish_nothing(corpus, tmp_path, workers):
+    out = tmp_path / "out.parquet"
+    with pytest.raises(InputError, match="^models/x: not a model directory$"):
+        run(corpus, out, Engine(workers=workers), job=Broken(""))
+    assert not list(tmp_path.glob("out.parquet*"))  # set up before anything is written
+    with pytest.raises(InputError, match="^shard 2: bad row$"):
+        run(corpus, out, Engine(workers=workers), job=FailsAt2(""))
+    assert not out.exists()
+    resumed = run(corpus, out, Engine(workers=workers), job=Shout(""))
+    assert resumed == run(corpus, tmp_path / "clean.parquet", Engine(), job=Shout(""))
+
+
 def test_crashed_run_resumes_and_recomputes_only_missing_shards(corpus, tmp_path, monkeypatch):
     out = tmp_path / "out.parquet"
     calls: list[int] = []
+    real = Shout.process
 
-    def crash_at_3(frame, index):
-        calls.append(index)
-        if index == 3:
+    def crash_at_3(job, state, shard):
+        calls.append(shard.index)
+        if shard.index == 3:
             raise RuntimeError("killed")
-        return shout(frame, index)
+        return real(job, state, shard)
 
+    monkeypatch.setattr(Shout, "process", crash_at_3)
     with pytest.raises(RuntimeError, match="killed"):
-        run(corpus, out, Engine(workers=1), fn=crash_at_3)
+        run(corpus, out, Engine(workers=1))
     assert not out.exists()  # nothing half-published
     assert calls == [0, 1, 2, 3]
     calls.clear()
 
-    def counting(frame, index):
-        calls.append(index)
-        return shout(frame, index)
+    def counting(job, state, shard):
+        calls.append(shard.index)
+        return real(job, state, shard)
 
-    resumed = run(corpus, out, Engine(workers=1), fn=counting)
+    monkeypatch.setattr(Shout, "process", counting)
+    resumed = run(corpus, out, Engine(workers=1))
     assert calls == [3, 4]
+    monkeypatch.setattr(Shout, "process", real)
     clean = run(corpus, tmp_path / "clean.parquet", Engine(workers=1))
     assert resumed == clean
 
@@ -104,16 +160,13 @@ def test_crashed_run_resumes_and_recomputes_only_missing_shards(corpus, tmp_path
 def test_other_key_never_reuses_stale_shards(corpus, tmp_path):
     out = tmp_path / "out.parquet"
     run(corpus, out, Engine())
-    _SUFFIX["value"] = ""
     again = map_shards(
-        shout,
+        Shout("?"),
         parquet_shards(corpus, 5, IN_SCHEMA),
         out=out,
         schema=OUT_SCHEMA,
         key="k2",
         engine=Engine(),
-        init=_init,
-        init_args=("?",),
     )
     assert read_parquet(out, OUT_SCHEMA)["upper"].iloc[0] == "SENTENCE 0?"
     assert again["rows"] == 23

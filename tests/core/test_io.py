@@ -1,4 +1,4 @@
-"""Atomic writes, schema-checked reads and resumable shards."""
+"""Atomic writes and schema-checked reads (resumable shards: test_distributed_shards.py)."""
 
 import json
 
@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from paracl.core import io
-from paracl.core.io import ArtifactError, ShardedWriter
+from paracl.core.io import ArtifactError
 
 SCHEMA = pa.schema([("id", pa.string()), ("n", pa.int32())])
 
@@ -55,40 +55,6 @@ def test_read_names_file_and_column_on_schema_mismatch(tmp_path):
     (tmp_path / "junk.parquet").write_text("not parquet")
     with pytest.raises(ArtifactError, match="not a readable Parquet file"):
         io.read_parquet(tmp_path / "junk.parquet", SCHEMA)
-
-
-def test_sharded_writer_resumes_and_is_deterministic(tmp_path):
-    out = tmp_path / "art"
-    writer = ShardedWriter(out, SCHEMA, key="k1")
-    writer.write(0, frame(2))
-    # "crash" here; a rerun with the same key sees shard 0 as done
-    rerun = ShardedWriter(out, SCHEMA, key="k1")
-    assert rerun.done(0) and not rerun.done(1)
-    rerun.write(1, frame(2, start=2))
-    manifest = rerun.finalize(2)
-    assert manifest["rows"] == 4 and len(manifest["shards"]) == 2
-    assert io.read_parquet(out, SCHEMA)["n"].tolist() == [0, 1, 2, 3]
-    assert not list(tmp_path.glob("art.partial-*"))
-
-    clean = tmp_path / "clean"
-    w = ShardedWriter(clean, SCHEMA, key="k1")
-    w.write(0, frame(2))
-    w.write(1, frame(2, start=2))
-    assert w.finalize(2) == manifest
-
-
-def test_sharded_writer_drops_shards_of_another_config(tmp_path):
-    out = tmp_path / "art"
-    ShardedWriter(out, SCHEMA, key="old").write(0, frame(2))
-    fresh = ShardedWriter(out, SCHEMA, key="new")
-    assert not fresh.done(0)
-    # nothing touched before the first write: a run that fails first leaves no trace
-    assert (tmp_path / "art.partial-old").exists()
-    assert not (tmp_path / "art.partial-new").exists()
-    fresh.write(1, frame(2))
-    assert not (tmp_path / "art.partial-old").exists()
-    with pytest.raises(ArtifactError, match="shard 0 of 2 was never written"):
-        fresh.finalize(2)
 
 
 def test_iter_batches_streams_all_rows(tmp_path):

@@ -54,7 +54,7 @@ def check_stage(
     stage: str, owner, fn_name: str, params: dict, out: str, n_shards: int, ray
 ) -> dict:
     """Uninterrupted bytes == resumed bytes (== Ray-actor bytes when `ray` is given, the
-    local_ray fixture); `owner.fn_name` is the shard function the crash is put into.
+    local_ray fixture); `owner.fn_name` is the shard work the crash is put into.
     Returns the uninterrupted run's snapshot."""
     run_stage(stage, params)
     local = snapshot(out)
@@ -98,7 +98,7 @@ def test_roundtrip_resumes_and_ray_writes_the_local_bytes(tmp_path, monkeypatch,
         }
     )
     out = "data/roundtrip/candidates.parquet"
-    check_stage("roundtrip", translate, "round_trip_shard", params, out, 2, engine_fast)
+    check_stage("roundtrip", translate.RoundTripJob, "process", params, out, 2, engine_fast)
     rows = read_parquet(out, schemas.ROUNDTRIP_CANDIDATES)
     assert rows["id"].nunique() == 4 and len(rows) == 16  # the seeded sample, 4 candidates each
     assert json.loads(Path("metrics/roundtrip/roundtrip.json").read_text())["n_sentences"] == 4
@@ -148,11 +148,11 @@ def test_generate_paraphrases_resumes_and_ray_writes_the_local_bytes(
             "max_sentences": None,
             "batch_size": 2,
             "shard_size": 2,
-            "baseline": False,  # the crash counts calls of generate_shard: the tagged run only
+            "baseline": False,  # the crash counts shards processed: the tagged run only
         }
     )
     out = "data/paraphraser/generated.parquet"
-    check_stage("generate_paraphrases", generation, "generate_shard", params, out, 3, engine)
+    check_stage("generate_paraphrases", generation.GenerateJob, "process", params, out, 3, engine)
     rows = read_parquet(out, schemas.GENERATED_PARAPHRASES)
     assert len(rows) == 2 * len(TEXTS) and rows["tags"].tolist()[:4] == [
         "<SIM95><BLEU20>",

@@ -11,7 +11,8 @@ from stage_helpers import crash_then_resume, run_stage
 
 from paracl.core import schemas
 from paracl.core.distributed.sharded import CountedShards, group_shards, prepend
-from paracl.core.io import ShardedWriter, read_parquet, write_parquet
+from paracl.core.distributed.shards import ShardCache
+from paracl.core.io import read_parquet, to_table, write_parquet
 from paracl.core.params import load_params
 from paracl.stages import ppdb_substitute as substitute
 from paracl.stages import rank_fluency as fluency
@@ -182,12 +183,10 @@ def fluency_dir(tmp_path, monkeypatch) -> Path:
     frame["rule_probs"] = [[0.5]] * len(frame)
     frame["n_candidates"] = 3
     # two input shards that split no sentence: read like one file downstream
-    out = ShardedWriter(
-        "data/ppdb/candidates.parquet", schemas.PPDB_CANDIDATES, "fixture", {"theta": 0.3}
-    )
+    out = ShardCache("data/ppdb/candidates.parquet", "fixture")
     for part, half in enumerate((frame.iloc[:12], frame.iloc[12:])):
-        out.write(part, half)
-    out.finalize(2)
+        out.put(f"part-{part:05d}", to_table(half, schemas.PPDB_CANDIDATES, {"theta": 0.3}))
+    out.publish(["part-00000", "part-00001"])
     write_rules()
     return tmp_path
 
@@ -294,8 +293,8 @@ def test_tag_local_and_ray_actors_write_the_same_bytes(tag_dir, local_ray):
 
 def test_tag_resumes_after_a_crash(tag_dir):
     calls = crash_then_resume(
-        scoring,
-        "score_shard",
+        scoring.ScoreJob,
+        "process",
         lambda: run_stage("tag", _tag_params(LOCAL)),
         2,
         "data/roundtrip/scored.parquet",
@@ -317,16 +316,7 @@ def test_tag_split_and_heatmap_from_the_scored_shards(tag_dir, monkeypatch):
     """The driver's streaming pass gives the split an in-memory run gives."""
     from paracl.parts.tags import tagging
 
-    def fake_init(scorer_path, device, batch_size, lang, heatmap_min_words):
-        scoring._WORKER.update(
-            model=_FakeScorer(),
-            model_key=("fake", device),
-            batch_size=batch_size,
-            lang=lang,
-            heatmap_min_words=heatmap_min_words,
-        )
-
-    monkeypatch.setattr(scoring, "init_worker", fake_init)
+    monkeypatch.setattr(scoring.ScoreJob, "setup", lambda job: _FakeScorer())
     params = _tag_params(LOCAL)
     params["tag"].update(heatmap_max_pairs=100, heatmap_min_words=0)
     run_stage("tag", params)

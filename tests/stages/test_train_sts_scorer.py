@@ -15,6 +15,7 @@ import torch
 import yaml
 from stage_helpers import run_stage
 
+from paracl.core.distributed.sharded import Shard
 from paracl.core.params import SCHEMA, ParamsError, validate
 from paracl.parts import sts_scorer
 from paracl.parts.tags import tagging, text
@@ -131,13 +132,13 @@ def test_directory_without_kind_file_is_a_cross_encoder(tiny_bert, tmp_path):
 
 @pytest.mark.parametrize("kind", sts_scorer.KINDS)
 def test_tag_worker_scores_either_kind_on_the_sim_scale(kind, tiny_bert, tmp_path):
-    """What tag.py and generate_paraphrases.py run: init_worker + score_shard."""
+    """What tag.py and generate_paraphrases.py run: ScoreJob's setup + process."""
     from paracl.core.models import check_model_dir
 
     out = tmp_path / "scorer"
     _train_and_save(kind, tiny_bert, out)
     check_model_dir(out)  # what both stages check first
-    scoring.init_worker(str(out), "cpu", 4, "en", 0)
+    job = scoring.ScoreJob(str(out), "cpu", 4, "en", 0)
     cands = pd.DataFrame(
         {
             "id": ["a", "a", "b"],
@@ -145,7 +146,7 @@ def test_tag_worker_scores_either_kind_on_the_sim_scale(kind, tiny_bert, tmp_pat
             "paraphrase": ["a dog runs in a park", "the dog is running", "a cat eats food"],
         }
     )
-    scored = scoring.score_shard(cands, 0)
+    scored = job.process(job.setup(), Shard(0, cands))
     sim = scored["sim"].to_numpy()
     assert ((sim >= 0) & (sim <= 100)).all()
     expected = 100 * sts_scorer.predict(

@@ -165,7 +165,7 @@ def _manifest_files(manifest: Path) -> list[str]:
 
 def _parquet_files(path: Path) -> list[Path]:
     """A file, or a shard directory's parts in order. A directory with a manifest (every
-    directory ShardedWriter publishes) must hold exactly the shards it lists: a copy that
+    directory map_shards publishes) must hold exactly the shards it lists: a copy that
     lost or gained a shard would otherwise be read as a smaller or larger artifact."""
     if not path.exists():
         raise _not_found(path)
@@ -306,65 +306,3 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
         while block := f.read(chunk):
             digest.update(block)
     return digest.hexdigest()
-
-
-class ShardedWriter:
-    """Write an artifact as a directory of Parquet shards, resumable across crashes.
-
-    Shards are written atomically into `<path>.partial-<key>/` as they finish; `done(i)`
-    tells a rerun which shards to skip. `key` must fingerprint everything the shards
-    depend on (params, input checksums; see `fingerprint`), so that a rerun with other
-    params never reuses stale shards. `finalize()` writes the manifest and moves the
-    directory onto `path` in one rename.
-    """
-
-    def __init__(self, path: str | Path, schema: pa.Schema, key: str, metadata: dict | None = None):
-        self.path = Path(path)
-        self.schema = schema
-        self.metadata = metadata
-        self.partial = self.path.with_name(f"{self.path.name}.partial-{key}")
-        self._opened = False
-
-    def _open(self) -> None:
-        """Make the partial directory (dropping other keys' stale ones) at the first write,
-        not before: a run that fails first (a damaged input, a model that does not load)
-        leaves nothing behind and does not throw away another run's resumable shards."""
-        if self._opened:
-            return
-        for stale in self.path.parent.glob(f"{self.path.name}.partial-*"):
-            if stale != self.partial:
-                shutil.rmtree(stale)
-        self.partial.mkdir(parents=True, exist_ok=True)
-        self._opened = True
-
-    def shard_path(self, index: int) -> Path:
-        return self.partial / f"part-{index:05d}.parquet"
-
-    def done(self, index: int) -> bool:
-        return self.shard_path(index).exists()
-
-    def write(self, index: int, df: pd.DataFrame) -> None:
-        self._open()
-        write_parquet(df, self.shard_path(index), self.schema, self.metadata)
-
-    def finalize(self, n_shards: int) -> dict:
-        """Check all shards exist, write `_manifest.json`, publish the directory."""
-        self._open()
-        shards = []
-        for i in range(n_shards):
-            part = self.shard_path(i)
-            if not part.exists():
-                raise ArtifactError(f"{part}: shard {i} of {n_shards} was never written")
-            shards.append(
-                {
-                    "file": part.name,
-                    "rows": pq.ParquetFile(part).metadata.num_rows,
-                    "sha256": sha256_file(part),
-                }
-            )
-        manifest = {"shards": shards, "rows": sum(s["rows"] for s in shards)}
-        write_json(manifest, self.partial / "_manifest.json")
-        if self.path.exists():
-            shutil.rmtree(self.path) if self.path.is_dir() else self.path.unlink()
-        os.replace(self.partial, self.path)
-        return manifest

@@ -2,8 +2,8 @@
 
 Runs through paracl.core.distributed.sharded.map_shards as a model stage: each worker (a Ray
 actor on `executor: ray`, the driver process locally) loads the paraphraser and the STS
-scorer once (`init_worker`, from directories every node can read) and `generate_shard`
-handles whole shards of `shard_size` sentences, all requested tag pairs of a shard
+scorer once (`GenerateJob.setup`, from directories every node can read) and
+`GenerateJob.process` handles whole shards of `shard_size` sentences, all requested tag pairs of a shard
 together (rows: shard by shard, tag-major within a shard). Each output is scored as the
 tagger scores candidates (STS ×100, sentence BLEU ×100). The untagged baseline (tags "")
 runs the same way into an artifact of its own, so that train_contrastive never takes its
@@ -15,14 +15,16 @@ uses paracl.parts.paraphraser, does not depend on the sharding code.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 import torch
 
 from paracl.core import schemas
-from paracl.core.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
+from paracl.core.distributed.sharded import CountedShards, Engine, Shard, map_shards, stream_shards
 from paracl.core.io import fingerprint, input_checksum
 from paracl.core.params import ParamsError
 from paracl.core.sampling import iter_sample
@@ -60,8 +62,17 @@ def generate_sharded(
     run = run and info["trained"]
     sample = iter_sample(corpus, cfg["max_sentences"], seed) if run else ()
     sentences = CountedShards(stream_shards(sample, cfg["shard_size"]))
+    job = GenerateJob(
+        str(Path(model_dir).resolve()),
+        str(Path(scorer_dir).resolve()),
+        params["device"],
+        lang,
+        tuple(tags),
+        {**settings(cfg), "precision": params["precision"]},  # generate's keyword arguments
+        cfg["threads"],
+    )
     manifest = map_shards(
-        generate_shard,
+        job,
         sentences,
         out=out,
         schema=schemas.GENERATED_PARAPHRASES,
@@ -71,89 +82,80 @@ def generate_sharded(
         engine=Engine.from_params(params),
         metadata={"params": cfg, "paraphraser": info},
         model=True,
-        init=init_worker if run else None,
-        init_args=(
-            str(Path(model_dir).resolve()),
-            str(Path(scorer_dir).resolve()),
-            params["device"],
-            lang,
-            list(tags),
-            {**settings(cfg), "precision": params["precision"]},  # generate's keyword arguments
-            cfg["threads"],
-        ),
         desc="generate shards",
     )
     return manifest, sentences.rows
 
 
-_STATE: dict = {}  # per worker process: the paraphraser, its tokenizer, the STS scorer
+class Loaded(NamedTuple):
+    """What a GenerateJob worker loads once."""
+
+    tokenizer: Any
+    model: Any
+    scorer: Any
+    device: torch.device
 
 
-def init_worker(
-    model_dir: str,
-    scorer_dir: str,
-    device: str,
-    lang: str,
-    tags: Sequence[str],
-    gen: dict,
-    threads: int | None = None,
-) -> None:
-    """Load the paraphraser and the STS scorer once per worker (a Ray actor, or the
-    driver process locally), from directories this worker can read, on `threads` torch
-    threads (small models on shared cores run many times faster on one)."""
-    from paracl.core.device import select_device
-    from paracl.core.models import check_model_dir
-    from paracl.parts import paraphraser, sts_scorer
+@dataclass(frozen=True)
+class GenerateJob:
+    """The stage's shard worker (paracl.core.distributed.executor.ShardJob)."""
 
-    check_model_dir(model_dir)
-    check_model_dir(scorer_dir)
-    if threads:
-        torch.set_num_threads(threads)
-    dev = select_device(device)
-    model, tokenizer = paraphraser.load(model_dir, dev)
-    _STATE.clear()
-    _STATE.update(
-        tokenizer=tokenizer,
-        model=model,
-        scorer=sts_scorer.load_scorer(scorer_dir, str(dev)),
-        device=dev,
-        lang=lang,
-        tags=list(tags),
-        gen=dict(gen),
-    )
+    model_dir: str
+    scorer_dir: str
+    device: str
+    lang: str
+    tags: tuple[str, ...]
+    gen: dict  # generate's keyword arguments
+    threads: int | None = None
 
+    def setup(self) -> Loaded:
+        """Load the paraphraser and the STS scorer once per worker (a Ray actor, or the
+        driver process locally), from directories this worker can read, on `threads`
+        torch threads (small models on shared cores run many times faster on one)."""
+        from paracl.core.device import select_device
+        from paracl.core.models import check_model_dir
+        from paracl.parts import paraphraser, sts_scorer
 
-def generate_shard(frame: pd.DataFrame, index: int) -> pd.DataFrame:
-    """map_shards fn: every requested tag pair for one shard of (id, text) rows, scored
-    like the tagger scores candidates (STS ×100, sentence BLEU ×100); tag-major rows."""
-    from paracl.parts import sts_scorer
-    from paracl.parts.tags import tagging
+        check_model_dir(self.model_dir)
+        check_model_dir(self.scorer_dir)
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        dev = select_device(self.device)
+        model, tokenizer = paraphraser.load(self.model_dir, dev)
+        return Loaded(tokenizer, model, sts_scorer.load_scorer(self.scorer_dir, str(dev)), dev)
 
-    tokenizer, model, scorer = _STATE["tokenizer"], _STATE["model"], _STATE["scorer"]
-    texts = frame["text"].tolist()
-    n_in = np.array(
-        [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts], dtype=np.int32
-    )
-    rows = []
-    for tags in _STATE["tags"]:
-        outputs, counts = generate(
-            model, tokenizer, texts, tags, device=_STATE["device"], **_STATE["gen"]
+    def process(self, loaded: Loaded, shard: Shard) -> pd.DataFrame:
+        """Every requested tag pair for one shard of (id, text) rows, scored like the
+        tagger scores candidates (STS ×100, sentence BLEU ×100); tag-major rows."""
+        from paracl.parts import sts_scorer
+        from paracl.parts.tags import tagging
+
+        tokenizer, model, scorer = loaded.tokenizer, loaded.model, loaded.scorer
+        texts = shard.rows["text"].tolist()
+        n_in = np.array(
+            [len(tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts],
+            dtype=np.int32,
         )
-        sim, bleu = tagging.score_pairs(
-            texts, outputs, lambda pairs: sts_scorer.predict(scorer, pairs), _STATE["lang"]
-        )
-        rows.append(
-            pd.DataFrame(
-                {
-                    "id": frame["id"].tolist(),
-                    "text": texts,
-                    "paraphrase": outputs,
-                    "tags": tags,
-                    "sim": sim,
-                    "bleu": bleu,
-                    "n_input_tokens": n_in,
-                    "n_output_tokens": np.array(counts, dtype=np.int32),
-                }
+        rows = []
+        for tags in self.tags:
+            outputs, counts = generate(
+                model, tokenizer, texts, tags, device=loaded.device, **self.gen
             )
-        )
-    return pd.concat(rows, ignore_index=True)
+            sim, bleu = tagging.score_pairs(
+                texts, outputs, lambda pairs: sts_scorer.predict(scorer, pairs), self.lang
+            )
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "id": shard.rows["id"].tolist(),
+                        "text": texts,
+                        "paraphrase": outputs,
+                        "tags": tags,
+                        "sim": sim,
+                        "bleu": bleu,
+                        "n_input_tokens": n_in,
+                        "n_output_tokens": np.array(counts, dtype=np.int32),
+                    }
+                )
+            )
+        return pd.concat(rows, ignore_index=True)

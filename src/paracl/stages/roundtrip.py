@@ -20,9 +20,9 @@ texts, so a batch gives the same output whichever shard or position it is run in
 resumed run reproduces an uninterrupted one), and whichever worker ran it.
 
 Sharded execution (`round_trip_sharded` → paracl.core.distributed.sharded.map_shards):
-`init_worker` loads both translators once per worker (a Ray actor, or the driver
+`RoundTripJob.setup` loads both translators once per worker (a Ray actor, or the driver
 process locally; stand-ins are built inside the worker, deterministically) and
-`round_trip_shard` translates one shard. The seeded `max_sentences` sample is drawn on
+`RoundTripJob.process` translates one shard. The seeded `max_sentences` sample is drawn on
 the driver from the id column alone, then (id, text) is streamed: the driver holds the
 corpus ids while drawing, then the picked ids and the shards in flight, never the corpus
 text. Sentences keep corpus order; shard i holds sentences [i × shard_size,
@@ -44,7 +44,7 @@ import torch
 
 from paracl.core import languages, schemas
 from paracl.core.device import DEFAULT_PRECISION, autocast
-from paracl.core.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
+from paracl.core.distributed.sharded import CountedShards, Engine, Shard, map_shards, stream_shards
 from paracl.core.io import fingerprint, input_checksum
 from paracl.core.params import ParamsError
 from paracl.core.sampling import iter_sample
@@ -415,8 +415,21 @@ def round_trip_sharded(
     key = resume_key(params, corpus)
     sample = iter_sample(corpus, cfg["max_sentences"], seed)
     sentences = CountedShards(stream_shards(sample, cfg["shard_size"]))
+    job = RoundTripJob(
+        cfg["forward_model"],
+        cfg["backward_model"],
+        cfg["src_lang_code"],
+        cfg["pivot_lang_code"],
+        params["lang"],
+        cfg["pivot"][params["lang"]],
+        params["device"],
+        tuple(settings),
+        seed,
+        decode,
+        params["precision"],
+    )
     manifest = map_shards(
-        round_trip_shard,
+        job,
         sentences,
         out=out,
         schema=schemas.ROUNDTRIP_CANDIDATES,
@@ -424,70 +437,52 @@ def round_trip_sharded(
         engine=Engine.from_params(params),
         metadata={"params": cfg, **models},
         model=True,
-        init=init_worker,
-        init_args=(
-            cfg["forward_model"],
-            cfg["backward_model"],
-            cfg["src_lang_code"],
-            cfg["pivot_lang_code"],
-            params["lang"],
-            cfg["pivot"][params["lang"]],
-            params["device"],
-            settings,
-            seed,
-            decode,
-            params["precision"],
-        ),
         desc="roundtrip shards",
     )
     return manifest, sentences.rows
 
 
-_STATE: dict = {}  # per worker process: the loaded translators and the decoding config
+@dataclass(frozen=True)
+class RoundTripJob:
+    """The stage's shard worker (paracl.core.distributed.executor.ShardJob)."""
 
+    forward_model: str
+    backward_model: str
+    src_lang_code: str | None
+    pivot_lang_code: str | None
+    lang: str
+    pivot: str
+    device: str
+    settings: tuple[Sampling, ...]
+    seed: int
+    decode: dict  # round_trip's batching and length keyword arguments
+    precision: str = DEFAULT_PRECISION
 
-def init_worker(
-    forward_model: str,
-    backward_model: str,
-    src_lang_code: str | None,
-    pivot_lang_code: str | None,
-    lang: str,
-    pivot: str,
-    device: str,
-    settings: Sequence[Sampling],
-    seed: int,
-    decode: dict,
-    precision: str = DEFAULT_PRECISION,
-) -> None:
-    """Load the two translators (stand-ins are built here, in the worker: seed 0 forward,
-    seed 1 backward; one causal LM serves both directions) unless this process already
-    holds them."""
-    from paracl.core.device import select_device
+    def setup(self) -> tuple:
+        """(forward, backward) translators. Stand-ins are built here, in the worker (seed 0
+        forward, seed 1 backward); one causal LM serves both directions."""
+        from paracl.core.device import select_device
 
-    dev = select_device(device)
-    key = (forward_model, backward_model, src_lang_code, pivot_lang_code, lang, pivot, str(dev),
-           precision)  # fmt: skip
-    if _STATE.get("key") != key:
-        _STATE.clear()
-        loaded: dict = {}
+        dev, loaded = select_device(self.device), {}
+        codes = (self.src_lang_code, self.pivot_lang_code)
         forward = load_translator(
-            forward_model, 0, dev, lang, pivot, src_lang_code, pivot_lang_code, loaded, precision
+            self.forward_model, 0, dev, self.lang, self.pivot, *codes, loaded, self.precision
         )
         backward = load_translator(
-            backward_model, 1, dev, pivot, lang, pivot_lang_code, src_lang_code, loaded, precision
+            self.backward_model, 1, dev, self.pivot, self.lang, *codes[::-1], loaded, self.precision
         )
-        _STATE.update(key=key, forward=forward, backward=backward)
-    _STATE.update(settings=list(settings), seed=seed, decode=dict(decode))
+        return forward, backward
 
-
-def round_trip_shard(frame: pd.DataFrame, index: int) -> pd.DataFrame:
-    """map_shards fn: every candidate of one shard's (id, text) rows."""
-    return round_trip(
-        _STATE["forward"],
-        _STATE["backward"],
-        frame["id"].tolist(),
-        frame["text"].tolist(),
-        _STATE["settings"],
-        _STATE["seed"],
-        **_STATE["decode"],
-    )
+    def process(self, translators: tuple, shard: Shard) -> pd.DataFrame:
+        """Every candidate of one shard's (id, text) rows."""
+        forward, backward = translators
+        frame = shard.rows
+        return round_trip(
+            forward,
+            backward,
+            frame["id"].tolist(),
+            frame["text"].tolist(),
+            list(self.settings),
+            self.seed,
+            **self.decode,
+        )

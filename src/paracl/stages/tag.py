@@ -3,9 +3,9 @@
 Scoring (issue 9) is per shard: the candidates are streamed in shards of about
 `shard_size` rows of whole sentences (a sentence's candidates are consecutive rows of the
 round-trip artifact, so its duplicates are always found within one shard) and
-`score_shard` scores them (cross-encoder SIM, sentence BLEU, tags) in the driver process
+`ScoreJob` scores them (cross-encoder SIM, sentence BLEU, tags) in the driver process
 (local executor) or on `model_workers` Ray actors, each loading the cross-encoder once
-(`init_worker`). The result is a shard directory holding every candidate, with `dropped`
+(`ScoreJob.setup`). The result is a shard directory holding every candidate, with `dropped`
 = empty/duplicate where it was not scored; an interrupted run resumes from its finished
 shards.
 
@@ -20,13 +20,21 @@ the stage's output, a small part of the candidates).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from paracl.core import schemas
-from paracl.core.distributed.sharded import CountedShards, Engine, group_shards, map_shards, prepend
+from paracl.core.distributed.sharded import (
+    CountedShards,
+    Engine,
+    Shard,
+    group_shards,
+    map_shards,
+)
 from paracl.core.io import fingerprint, input_checksum, iter_batches, iter_parts
 from paracl.core.models import check_model_dir
 from paracl.parts.tags import tagging
@@ -53,11 +61,12 @@ def score_candidates(
         "tag", scoring, lang, device, input_checksum(candidates), input_checksum(scorer)
     )
     batches = iter_batches(candidates, batch_size=8192, schema=schemas.ROUNDTRIP_CANDIDATES)
-    shards = group_shards(batches, cfg["shard_size"], key="id")
-    first = next(shards, None)
-    counted = CountedShards(() if first is None else prepend(first, shards))
+    counted = CountedShards(group_shards(batches, cfg["shard_size"], key="id"))
+    job = ScoreJob(
+        str(Path(scorer).resolve()), device, cfg["batch_size"], lang, cfg["heatmap_min_words"]
+    )
     manifest = map_shards(
-        score_shard,
+        job,
         counted,
         out=out,
         schema=schemas.ROUNDTRIP_SCORED,
@@ -65,14 +74,6 @@ def score_candidates(
         engine=Engine.from_params(params),
         metadata={"stage": "tag", "params": scoring},
         model=True,
-        init=None if first is None else init_worker,  # nothing to score: no model loaded
-        init_args=(
-            str(Path(scorer).resolve()),
-            device,
-            cfg["batch_size"],
-            lang,
-            cfg["heatmap_min_words"],
-        ),
         desc="tag",
     )
     return manifest, counted.rows
@@ -80,53 +81,56 @@ def score_candidates(
 
 # ---------------------------------------------------------------- the shard worker
 
-_WORKER: dict = {}  # per worker (process or Ray actor): the cross-encoder and settings
 
+@dataclass(frozen=True)
+class ScoreJob:
+    """The tag stage's shard worker (paracl.core.distributed.executor.ShardJob): the STS
+    cross-encoder loaded once per worker, then every candidate of a shard scored."""
 
-def init_worker(
-    scorer_path: str, device: str, batch_size: int, lang: str, heatmap_min_words: int
-) -> None:
-    """Load the STS cross-encoder once per worker (a Ray actor calls this once)."""
-    from paracl.core.device import select_device
-    from paracl.parts import sts_scorer
+    scorer_path: str
+    device: str
+    batch_size: int
+    lang: str
+    heatmap_min_words: int
 
-    model_key = (str(scorer_path), device)
-    if _WORKER.get("model_key") != model_key:
-        _WORKER["model"] = sts_scorer.load_scorer(scorer_path, str(select_device(device)))
-        _WORKER["model_key"] = model_key
-    _WORKER.update(batch_size=batch_size, lang=lang, heatmap_min_words=heatmap_min_words)
+    def setup(self) -> Any:
+        """The cross-encoder, on this worker's device."""
+        from paracl.core.device import select_device
+        from paracl.parts import sts_scorer
 
+        return sts_scorer.load_scorer(self.scorer_path, str(select_device(self.device)))
 
-def score_shard(cands: pd.DataFrame, index: int) -> pd.DataFrame:
-    """map_shards function: every candidate of one shard with SIM, BLEU and tags.
+    def process(self, model: Any, shard: Shard) -> pd.DataFrame:
+        """Every candidate of one shard with SIM, BLEU and tags.
 
-    Rows whose paraphrase is empty after symbol removal, or repeat an earlier
-    (id, paraphrase) of the shard (all of a sentence's candidates are in one shard), are
-    kept with `dropped` = "empty" / "duplicate" and no scores, so the driver can count
-    them from the artifact. `heatmap` marks scored pairs long enough for the heatmaps.
-    """
-    from paracl.parts import sts_scorer
+        Rows whose paraphrase is empty after symbol removal, or repeat an earlier
+        (id, paraphrase) of the shard (all of a sentence's candidates are in one shard),
+        are kept with `dropped` = "empty" / "duplicate" and no scores, so the driver can
+        count them from the artifact. `heatmap` marks scored pairs long enough for the
+        heatmaps.
+        """
+        from paracl.parts import sts_scorer
 
-    lang = _WORKER["lang"]
-    out = cands.reset_index(drop=True).copy()
-    empty = np.array([not strip_symbols(p, lang) for p in out["paraphrase"]], dtype=bool)
-    dup = out.duplicated(["id", "paraphrase"], keep="first").to_numpy() & ~empty
-    keep = ~empty & ~dup
-    kept = out[keep]
-    sim, bleu = tagging.score_pairs(
-        kept["text"].tolist(),
-        kept["paraphrase"].tolist(),
-        lambda pairs: sts_scorer.predict(_WORKER["model"], pairs, _WORKER["batch_size"]),
-        lang,
-    )
-    out["sim"], out["bleu"] = np.nan, np.nan
-    out.loc[keep, "sim"], out.loc[keep, "bleu"] = sim, bleu
-    out = tagging.add_tags(out)  # NaN (dropped rows) gets no tag
-    out["dropped"] = np.where(empty, "empty", np.where(dup, "duplicate", None))
-    long = np.zeros(len(out), dtype=bool)
-    long[keep] = long_enough(kept["text"], kept["paraphrase"], lang, _WORKER["heatmap_min_words"])
-    out["heatmap"] = long
-    return out
+        lang = self.lang
+        out = shard.rows.reset_index(drop=True).copy()
+        empty = np.array([not strip_symbols(p, lang) for p in out["paraphrase"]], dtype=bool)
+        dup = out.duplicated(["id", "paraphrase"], keep="first").to_numpy() & ~empty
+        keep = ~empty & ~dup
+        kept = out[keep]
+        sim, bleu = tagging.score_pairs(
+            kept["text"].tolist(),
+            kept["paraphrase"].tolist(),
+            lambda pairs: sts_scorer.predict(model, pairs, self.batch_size),
+            lang,
+        )
+        out["sim"], out["bleu"] = np.nan, np.nan
+        out.loc[keep, "sim"], out.loc[keep, "bleu"] = sim, bleu
+        out = tagging.add_tags(out)  # NaN (dropped rows) gets no tag
+        out["dropped"] = np.where(empty, "empty", np.where(dup, "duplicate", None))
+        long = np.zeros(len(out), dtype=bool)
+        long[keep] = long_enough(kept["text"], kept["paraphrase"], lang, self.heatmap_min_words)
+        out["heatmap"] = long
+        return out
 
 
 # ---------------------------------------------------------------- the driver's pass

@@ -3,13 +3,13 @@
 Why every per-sentence stage goes through this one function: the three promises of the
 pipeline at scale are the same for all of them, so they are kept in one place.
 
-- Same bytes on any engine: shard i of the output is `fn(shard i of the input)`, written
-  in shard order; `fn` must depend only on the shard's rows, its index and the seed
-  (never on which worker ran it or what ran before it).
+- Same bytes on any engine: shard i of the output is the stage's `ShardJob` applied to
+  shard i of the input, written in shard order; it must depend only on the shard's rows,
+  its index and the seed (never on which worker ran it or what ran before it).
 - Resumable: each finished shard is written atomically into
-  `<artifact>.partial-<key>/` (`paracl.core.io.ShardedWriter`); a rerun with the same key
-  skips it. `key` fingerprints the params and input checksums, so other params never
-  reuse stale shards.
+  `<artifact>.partial-<key>/` (`paracl.core.distributed.shards.ShardCache`); a rerun with
+  the same key skips the shards whose files match their manifest lines. `key`
+  fingerprints the params and input checksums, so other params never reuse stale shards.
 - Bounded memory: input shards are read lazily (`stream_shards`) and only
   `AHEAD × workers` of them are in flight; the output is never held whole.
 
@@ -26,20 +26,20 @@ puts back a peeked first shard.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pandas as pd
 import pyarrow as pa
 from tqdm import tqdm
 
-from paracl.core.distributed.executor import Done, make_executor
-from paracl.core.io import ShardedWriter, iter_batches
+from paracl.core.distributed.executor import Done, Executor, ShardJob, make_executor
+from paracl.core.distributed.shards import ShardCache
+from paracl.core.io import iter_batches, to_table
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -92,13 +92,45 @@ def parquet_shards(
         yield shard if columns is None else shard[columns]
 
 
-def _call(fn: Callable, task: tuple[int, pd.DataFrame]) -> pd.DataFrame:
-    index, frame = task
-    return fn(frame, index)
+@dataclass(frozen=True)
+class Shard:
+    """One task of `map_shards`: the input rows of shard `index`."""
+
+    index: int
+    rows: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class FunctionJob:
+    """A ShardJob from a module-level `fn(rows, index)` and `init(*init_args)`: the
+    adapter for stages not yet written as a job (corrupt, rank_fluency, ppdb_substitute)."""
+
+    fn: Callable[[pd.DataFrame, int], pd.DataFrame]
+    init: Callable | None = None
+    init_args: tuple = ()
+
+    def setup(self) -> None:
+        if self.init is not None:
+            self.init(*self.init_args)
+
+    def process(self, state: None, shard: Shard) -> pd.DataFrame:
+        return self.fn(shard.rows, shard.index)
+
+
+def _part(index: int) -> str:
+    return f"part-{index:05d}"
+
+
+def _workers(engine: Engine, model: bool) -> int:
+    """Model stages run on `model_workers` Ray actors, locally in this process (one
+    model, all cores); CPU stages on `workers` processes or Ray actors."""
+    if model:
+        return engine.model_workers if engine.executor == "ray" else 1
+    return engine.workers
 
 
 def map_shards(
-    fn: Callable[[pd.DataFrame, int], pd.DataFrame],
+    job: ShardJob | Callable[[pd.DataFrame, int], pd.DataFrame],
     shards: Iterable[pd.DataFrame],
     *,
     out: str | Path,
@@ -107,65 +139,68 @@ def map_shards(
     engine: Engine,
     metadata: dict | None = None,
     model: bool = False,
+    desc: str = "shards",
     init: Callable | None = None,
     init_args: tuple = (),
-    desc: str = "shards",
 ) -> dict:
-    """Write `fn(shard, index)` for every input shard as the shard directory `out`.
+    """Write `job.process(state, Shard(i, rows))` for every input shard i as the shard
+    directory `out`; return its manifest (rows per shard, checksums). The artifact is
+    published in one rename after the last shard.
 
-    `fn` and `init` must be module-level functions (they travel to worker processes and
-    Ray workers by pickle); `init(*init_args)` runs once per worker before its shards
-    (load a model into a module-level cache there). `model=True` marks a model stage:
-    on Ray it runs on `engine.model_workers` actors with `engine.gpus_per_model_worker`
-    GPUs each; locally it runs in this process (one model, all cores). CPU stages run
-    on `engine.workers` processes or Ray tasks. Returns the manifest (rows per shard,
-    checksums); the artifact is published in one rename after the last shard.
+    `job` is a module-level class (it travels to worker processes and Ray actors by
+    pickle); its `setup()` runs once per worker (loading the model there). `model=True`
+    marks a model stage (see `_workers`; `engine.gpus_per_model_worker` GPUs an actor).
 
     Inputs are checked before anything is written: the first input shard is read (the
     Parquet readers check every shard's footer and schema on the first read) and the
-    workers are initialised (the model loaded) before the writer makes its partial
-    directory, so a damaged input or model leaves nothing behind.
+    workers are set up (the model loaded) before the first shard is saved, so a damaged
+    input or model leaves nothing behind. An empty input starts no worker: it gives a
+    valid, empty artifact with the schema.
     """
+    if not hasattr(job, "process"):  # a function: see FunctionJob
+        job = FunctionJob(job, init, init_args)
     stream = iter(shards)
     first = list(itertools.islice(stream, 1))
-    writer = ShardedWriter(out, schema, key, metadata=metadata)
-    resumed = 0
-
-    def tasks() -> Iterator[Any]:
-        nonlocal resumed
-        for index, frame in enumerate(itertools.chain(first, stream)):
-            if writer.done(index):
-                resumed += 1
-                yield Done(None)
-            else:
-                yield (index, frame)
-
-    if model:
-        workers = engine.model_workers if engine.executor == "ray" else 1
-    else:
-        workers = engine.workers
+    cache = ShardCache(out, key)
     count = 0
-    with make_executor(
-        engine.executor,
-        workers,
-        init,
-        init_args,
-        engine.ray_address,
-        actors=model,
-        num_gpus=engine.gpus_per_model_worker if model else 0.0,
-    ) as ex:
-        for index, result in enumerate(
-            tqdm(ex.map(functools.partial(_call, fn), tasks()), desc=desc, unit="shard")
-        ):
-            if result is not None:
-                writer.write(index, result)
-            count = index + 1
-    if count == 0:  # no input rows: a valid, empty artifact with the right schema
-        writer.write(0, schema.empty_table().to_pandas())
+    if first:
+        with make_executor(
+            job,
+            engine.executor,
+            _workers(engine, model),
+            engine.ray_address,
+            model=model,
+            num_gpus=engine.gpus_per_model_worker,
+        ) as ex:
+            count = _run(ex, cache, itertools.chain(first, stream), schema, metadata, desc)
+    if count == 0:
+        if not cache.has(_part(0)):
+            cache.put(_part(0), to_table(schema.empty_table().to_pandas(), schema, metadata))
         count = 1
-    if resumed:
-        log.info("resumed: %d of %d shards of %s were already done", resumed, count, out)
-    return writer.finalize(count)
+    if cache.loaded:
+        log.info("resumed: %d of %d shards of %s were already done", cache.loaded, count, out)
+    return cache.publish([_part(i) for i in range(count)])
+
+
+def _run(
+    ex: Executor,
+    cache: ShardCache,
+    frames: Iterable[pd.DataFrame],
+    schema: pa.Schema,
+    metadata: dict | None,
+    desc: str,
+) -> int:
+    """Hand out every shard the cache does not hold, save each result as it comes in
+    order; return the number of shards."""
+    tasks = (
+        Done(None) if cache.has(_part(i)) else Shard(i, frame) for i, frame in enumerate(frames)
+    )
+    count = 0
+    for index, result in enumerate(tqdm(ex.map(tasks), desc=desc, unit="shard")):
+        if result is not None:
+            cache.put(_part(index), to_table(result, schema, metadata))
+        count = index + 1
+    return count
 
 
 def group_shards(
@@ -223,7 +258,7 @@ def group_shards(
 class CountedShards(Iterator[pd.DataFrame]):
     """Shards passed on unchanged, counting what the driver handed out: `rows`, `shards`
     and, given a `key` column, `groups` (runs of equal keys, as `group_shards` cuts them).
-    `sentences = CountedShards(parquet_shards(...))`; after `map_shards(fn, sentences, …)`
+    `sentences = CountedShards(parquet_shards(...))`; after `map_shards(job, sentences, …)`
     has drained it, `sentences.rows` is complete (one way to count, for every stage)."""
 
     def __init__(self, shards: Iterable[pd.DataFrame], key: str | None = None):

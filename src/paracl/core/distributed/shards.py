@@ -1,63 +1,81 @@
-"""A resumable cache of per-shard results next to a stage's final artifact.
+"""Per-shard results kept next to a stage's artifact, so a crashed run resumes.
 
-Why not write the artifact itself as shards: the corpus needs global steps (dedup, the
-seeded cap) after the per-shard work, and then reads the shards again to write
-data/corpus/sentences.parquet. So the per-shard results go to
-`<artifact>.partial-<key>/`, each file written atomically the moment its shard is
-consumed; a rerun after a crash loads the finished ones instead of recomputing them,
-and the stage deletes the directory once the artifact is written.
+Every sharded stage saves each shard's result atomically into `<artifact>.partial-<key>/`
+the moment it is consumed; a rerun loads (or skips) the finished ones instead of
+recomputing them. Two ways to finish:
 
-`key` must fingerprint everything the shard results depend on (params, input
-checksums, shard boundaries; see paracl.core.io.fingerprint): a rerun with other params
-gets another key, and the stale directory is removed rather than reused.
-`_manifest.jsonl` gets one line per finished shard (name, rows, sha256), appended (a
-rewrite per shard would cost O(shards²) on a big run); a shard is reused only if its
-file matches its line, so a torn or foreign file is recomputed, never trusted.
+- `publish(n)` (map_shards: the artifact *is* the shards) writes `_manifest.json` (each
+  shard's file, rows and sha256) and moves the directory onto the artifact in one rename;
+- `remove()` (the corpus: global steps such as dedup and the seeded cap follow the
+  per-shard work, then the shards are read again into one file) drops it afterwards.
+
+The resume rule, one for every stage: a shard is reused iff its file matches its line in
+`_manifest.jsonl` (name, rows, sha256; appended, since a rewrite per shard would cost
+O(shards²) on a big run), under a `key` that fingerprints everything the shards depend
+on (params, input checksums, shard boundaries; see paracl.core.io.fingerprint). A torn
+or foreign file is recomputed, never trusted; a rerun with other params gets another key,
+and the stale directory is removed at the first write.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paracl.core.io import atomic_path, sha256_file
+from paracl.core.io import ArtifactError, atomic_path, sha256_file, write_json
+
+LOG = "_manifest.jsonl"
 
 
 class ShardCache:
-    """Finished shards of one stage run, keyed by name (e.g. `split-00003`)."""
+    """Finished shards of one stage run, keyed by name (`part-00003`, `split-000003`)."""
 
     def __init__(self, artifact: str | Path, key: str):
-        artifact = Path(artifact)
-        self.dir = artifact.with_name(f"{artifact.name}.partial-{key}")
-        for stale in artifact.parent.glob(f"{artifact.name}.partial-*"):
-            if stale != self.dir and stale.is_dir():
-                shutil.rmtree(stale)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self._manifest_path = self.dir / "_manifest.jsonl"
+        self.artifact = Path(artifact)
+        self.dir = self.artifact.with_name(f"{self.artifact.name}.partial-{key}")
         self.manifest: dict[str, dict] = {}
-        if self._manifest_path.exists():
-            for line in self._manifest_path.read_text().splitlines():
+        log = self.dir / LOG
+        if log.exists():
+            for line in log.read_text().splitlines():
                 try:
                     entry = json.loads(line)
                 except json.JSONDecodeError:  # a line cut off by the crash
                     continue
                 self.manifest[entry["name"]] = entry
         self.loaded = 0  # shards served from the cache in this run (for the log)
+        self._opened = False
+
+    def open(self) -> Path:
+        """Make the directory (dropping other keys' stale ones) at the first write, not
+        before: a run that fails first (a damaged input, a model that does not load)
+        leaves nothing behind and does not throw away another run's resumable shards."""
+        if not self._opened:
+            for stale in self.artifact.parent.glob(f"{self.artifact.name}.partial-*"):
+                if stale != self.dir and stale.is_dir():
+                    shutil.rmtree(stale)
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._opened = True
+        return self.dir
 
     def _path(self, name: str) -> Path:
         return self.dir / f"{name}.parquet"
 
-    def get(self, name: str) -> pa.Table | None:
-        """The shard's table if a previous run finished it intact, else None."""
+    def has(self, name: str) -> bool:
+        """Whether a previous run finished this shard intact (the resume rule)."""
         entry, path = self.manifest.get(name), self._path(name)
         if entry is None or not path.exists() or sha256_file(path) != entry["sha256"]:
-            return None
+            return False
         self.loaded += 1
-        return pq.read_table(path)
+        return True
+
+    def get(self, name: str) -> pa.Table | None:
+        """The shard's table if a previous run finished it intact, else None."""
+        return pq.read_table(self._path(name)) if self.has(name) else None
 
     def read(self, name: str, columns: list[str] | None = None) -> pa.Table:
         """A shard this run has put or got (no checksum: it was just checked)."""
@@ -66,12 +84,35 @@ class ShardCache:
     def put(self, name: str, table: pa.Table) -> None:
         """Write the shard atomically, then record it in the manifest."""
         path = self._path(name)
+        self.open()
         with atomic_path(path) as tmp:
             pq.write_table(table, tmp, compression="zstd")
         entry = {"name": name, "rows": table.num_rows, "sha256": sha256_file(path)}
         self.manifest[name] = entry
-        with open(self._manifest_path, "a", encoding="utf-8") as f:
+        with open(self.dir / LOG, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry, sort_keys=True) + "\n")
+
+    def publish(self, names: list[str]) -> dict:
+        """Make the shards `names` (all put or reused) the artifact, in that order: write
+        `_manifest.json`, then move the directory onto the artifact in one rename."""
+        self.open()
+        shards = []
+        for i, name in enumerate(names):
+            entry = self.manifest.get(name)
+            if entry is None or not self._path(name).exists():
+                raise ArtifactError(
+                    f"{self._path(name)}: shard {i} of {len(names)} was never written"
+                )
+            shards.append(
+                {"file": f"{name}.parquet", "rows": entry["rows"], "sha256": entry["sha256"]}
+            )
+        manifest = {"shards": shards, "rows": sum(s["rows"] for s in shards)}
+        write_json(manifest, self.dir / "_manifest.json")
+        (self.dir / LOG).unlink()  # the artifact holds its shards and their manifest only
+        if self.artifact.exists():
+            shutil.rmtree(self.artifact) if self.artifact.is_dir() else self.artifact.unlink()
+        os.replace(self.dir, self.artifact)
+        return manifest
 
     def remove(self) -> None:
         """Drop the cache (after the final artifact is safely written)."""

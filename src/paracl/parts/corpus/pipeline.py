@@ -19,8 +19,9 @@ everything else together:
 Results are consumed in submission order and documents are never split across
 shards, so the output is the same bytes for any number of workers and shard size, and
 for either executor (a local process pool or Ray tasks, paracl.core.distributed.executor).
-With a `ShardCache` each shard's split result and each langdetect block is saved as it
-is consumed; a rerun after a crash loads them instead of recomputing (same bytes out).
+Both phases run as one `CorpusJob` (langdetect seeded once per worker). With a
+`ShardCache` each shard's split result and each langdetect block is saved as it is
+consumed; a rerun after a crash loads them instead of recomputing (same bytes out).
 Sentence ids are `<doc_id>-<n>`, n counting every sentence of the document before
 filtering, so an id does not change when a filter setting does.
 
@@ -108,8 +109,19 @@ class CorpusConfig:
 Record = tuple[str, str, int, str, list[str]]
 
 
-def _init_worker(seed: int) -> None:
-    langid.set_seed(seed)
+@dataclass(frozen=True)
+class CorpusJob:
+    """The stage's worker (paracl.core.distributed.executor.ShardJob): langdetect seeded
+    once, then ("split", shard) and ("langid", block) tasks."""
+
+    seed: int
+
+    def setup(self) -> None:
+        langid.set_seed(self.seed)
+
+    def process(self, state: None, task: tuple[str, tuple]) -> pa.Table | list[float]:
+        kind, payload = task
+        return split_table(payload) if kind == "split" else detect_block(payload)
 
 
 def split_shard(task: tuple[list[Document], str, int, int]) -> tuple[list[Record], dict]:
@@ -253,7 +265,7 @@ def _prepare(
     check_input(cfg)
     stats = ReadStats()
     docs = read_documents(cfg.source, cfg.format, stats)
-    with make_executor(executor, workers, _init_worker, (cfg.seed,), ray_address) as ex:
+    with make_executor(CorpusJob(cfg.seed), executor, workers, ray_address) as ex:
         counts, index = _split_and_dedup(cfg, shard_documents(docs, shard_size), ex, cache)
         log.info(
             "%s: %d documents, %d sentences, %d pass length filter and dedup",
@@ -317,16 +329,13 @@ def _split_and_dedup(
         for i, shard in enumerate(shards):
             table = cache.get(_split_name(i))
             fresh.append(table is None)
-            yield (
-                Done(table)
-                if table is not None
-                else (shard, cfg.lang, cfg.min_words, cfg.max_words)
-            )
+            split = ("split", (shard, cfg.lang, cfg.min_words, cfg.max_words))
+            yield Done(table) if table is not None else split
 
-    with tempfile.TemporaryDirectory(prefix="dedup-", dir=cache.dir) as spill_dir:
+    with tempfile.TemporaryDirectory(prefix="dedup-", dir=cache.open()) as spill_dir:
         spill = DigestSpill(spill_dir)
         try:
-            results = ex.map(split_table, tasks())
+            results = ex.map(tasks())
             for i, table in enumerate(tqdm(results, desc="split+tokenise (shards)", disable=None)):
                 if fresh.popleft():
                     cache.put(_split_name(i), table)
@@ -410,10 +419,10 @@ def _langdetect_sample(
                 return
             pos += len(keys)
             submitted.append((keys, name))
-            yield texts, cfg.lang
+            yield "langid", (texts, cfg.lang)
 
     count, last_key, dropped = 0, None, array("Q")
-    results = ex.map(detect_block, tasks())
+    results = ex.map(tasks())
     bar = tqdm(total=cap, desc="langdetect (kept)", disable=None)
     try:
         for probs in results:
