@@ -273,7 +273,7 @@ def train(
     progress = loop.progress
     with sigterm_requests(checkpoint is not None) as requested:
         for epoch in range(loop.start_epoch, config.epochs):
-            loop.epoch(epoch, requested)
+            loop.run_epoch(epoch, requested)
             if loop.end_epoch(epoch):
                 break
     if progress.best_state is not None:
@@ -282,11 +282,11 @@ def train(
 
 
 class _Loop:
-    """One run's training objects and the parts of its loop: `epoch` runs an epoch's
+    """One run's training objects and the parts of its loop: `run_epoch` runs an epoch's
     steps, `step` one optimiser step, `checkpoint` saves after a step (and stops on
     SIGTERM), `end_epoch` flushes the losses and applies the epoch's model selection."""
 
-    select: _Selector  # set by train once the step count (`total`) is known
+    select: _Selector  # set by train once the step count (`total`) is known, before resume
 
     def __init__(
         self,
@@ -339,7 +339,7 @@ class _Loop:
         """The loss over the global batch: every rank's rows (identity with one process)."""
         return self.objective.loss(gather_columns(reps))
 
-    def epoch(self, epoch: int, requested: Callable[[], bool]) -> None:
+    def run_epoch(self, epoch: int, requested: Callable[[], bool]) -> None:
         """The epoch's steps, a mega-batch at a time (prepared, i.e. mined, at its start);
         after a resume, the steps done before it are skipped."""
         self.model.train()
