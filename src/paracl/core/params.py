@@ -169,8 +169,15 @@ class AdaptFiller(Section):
 
 class Corrupt(Section):
     max_sentences: int | None = param(min=1, help="anchors sampled; null = all")
-    num_beams: int = param(min=1, max=64)
+    num_beams: int = param(min=1, max=512, help="T5 beams (the authors' code: 200)")
     num_return_sequences: int = param(min=1, max=64, help="negatives per anchor (<= beams)")
+    mask_mode: Literal["sequential", "all_at_once"] = param(
+        "all_at_once", help="sequential: one chunk at a time (JCSE's code); all_at_once: its text"
+    )
+    keep_rank: int = param(2, min=1, max=64, help="sequential: candidate kept per chunk (1 = best)")
+    fill_max_length: int = param(
+        15, min=2, max=128, help="sequential T5: decoder tokens per chunk, start token included"
+    )
     batch_size: int = param(min=1)
     max_fill_tokens: int = param(min=1, max=128, help="T5: generation budget per blank")
     on_missing: Literal["original", "drop"]
