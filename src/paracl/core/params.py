@@ -34,12 +34,8 @@ from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
 import yaml
 
-from paracl.core.errors import UserError
+from paracl.core.errors import ParamsError
 from paracl.core.languages import codes
-
-
-class ParamsError(UserError, ValueError):
-    """params.yaml does not match the schema; the message names the key."""
 
 
 class Section:

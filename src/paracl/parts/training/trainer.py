@@ -57,7 +57,8 @@ from paracl.core.device import (
     seed_everything,
 )
 from paracl.core.distributed.gather import gather_columns, world_size
-from paracl.parts.encoder.build import embed, inference_model
+from paracl.parts.encoder.build import inference_model
+from paracl.parts.encoder.forward import embed
 from paracl.parts.training import parallel
 from paracl.parts.training.checkpoint import (
     Checkpoint,
