@@ -56,3 +56,36 @@ def test_the_check_sees_an_arrow_up(tmp_path):
     (tmp_path / "paracl/core").mkdir(parents=True)
     (tmp_path / "paracl/core/io.py").write_text("from paracl.stages.tag import x\n")
     assert bad_arrows(tmp_path) == ["paracl.core.io -> paracl.stages.tag"]
+
+
+MAX_FLOORS = 7  # modules on the longest chain of imports, the entry point included
+
+
+def longest_chain(src: Path = SRC) -> list[str]:
+    """The longest chain of paracl imports (a -> b -> ...), each module once."""
+    modules = {_module(p, src): p for p in src.rglob("*.py")}
+    graph = {
+        m: sorted(b for b in _imports(p) if b in modules and b != m) for m, p in modules.items()
+    }
+    memo: dict[str, list[str]] = {}
+
+    def chain(m: str, seen: frozenset) -> list[str]:
+        if m not in memo:
+            below = [chain(b, seen | {m}) for b in graph[m] if b not in seen]
+            memo[m] = [m, *max(below, key=len, default=[])]
+        return memo[m]
+
+    return max((chain(m, frozenset()) for m in modules), key=len)
+
+
+def test_the_import_graph_has_few_floors():
+    longest = longest_chain()
+    assert len(longest) <= MAX_FLOORS, f"{len(longest)} floors: " + " -> ".join(longest)
+
+
+def test_the_floor_count_follows_the_longest_chain(tmp_path):
+    (tmp_path / "paracl/core").mkdir(parents=True)
+    (tmp_path / "paracl/core/a.py").write_text("from paracl.core.b import x\n")
+    (tmp_path / "paracl/core/b.py").write_text("from paracl.core.c import x\n")
+    (tmp_path / "paracl/core/c.py").write_text("x = 1\n")
+    assert longest_chain(tmp_path) == ["paracl.core.a", "paracl.core.b", "paracl.core.c"]

@@ -17,8 +17,9 @@ from sentence_transformers.sentence_transformer.modules import Pooling
 from transformers import AutoModel, AutoTokenizer
 
 from paracl.core.params import ParamsError
-from paracl.parts.encoder.build import build_encoder, embed, save_encoder
+from paracl.parts.encoder.build import build_encoder, save_encoder
 from paracl.parts.encoder.embed import load_encoder
+from paracl.parts.encoder.forward import embed
 from paracl.testing.tiny_models import build_tiny_model
 
 CPU = torch.device("cpu")

@@ -21,8 +21,9 @@ from sentence_transformers.sentence_transformer.modules import Pooling
 from stage_helpers import methods
 
 from paracl.core.params import load_params
-from paracl.parts.encoder.build import POOLING, build_encoder, embed, truncation
+from paracl.parts.encoder.build import POOLING, build_encoder, truncation
 from paracl.parts.encoder.embed import EmbeddingCache
+from paracl.parts.encoder.forward import embed
 from paracl.parts.evaluation.metrics import spearman
 from paracl.parts.training.dev import read_sts, sts_spearman
 from paracl.parts.training.methods import method_spec, train_method

@@ -17,7 +17,8 @@ from paracl.core.freeze import freeze
 from paracl.core.io import ArtifactError, read_parquet, write_parquet
 from paracl.core.params import ParamsError, load_params
 from paracl.core.schemas import CORPUS
-from paracl.parts.encoder.build import build_encoder, embed, save_encoder
+from paracl.parts.encoder.build import build_encoder, save_encoder
+from paracl.parts.encoder.forward import embed
 from paracl.parts.losses import infonce, weighted_hard_negative
 from paracl.parts.training.data import load_examples
 from paracl.parts.training.trainer import TrainConfig, _embed_columns, train

@@ -88,6 +88,9 @@ def test_adapt_then_corrupt_is_reproducible(tmp_path, monkeypatch):
     first = {p.name: p.read_bytes() for p in out.iterdir()}
     metrics = json.loads(Path("metrics/negatives.json").read_text())
     assert metrics["stand_in"] is True and metrics["sentences_in"] == 10
+    generation = metrics["generation"]  # params.yaml's mode, named with its departures
+    assert generation["mask_mode"] == "all_at_once" and generation["beam_width"] == 2
+    assert any("all chunks at once" in d for d in generation["deviations"])
     rows = read_parquet("data/negatives/negatives.parquet", schemas.NEGATIVES)
     assert len(rows) == metrics["negatives"]
     assert read_metadata("data/negatives/negatives.parquet")["model"]["stand_in"] is True
@@ -117,6 +120,12 @@ def test_more_return_sequences_than_beams_is_a_params_error():
     with pytest.raises(ParamsError, match="num_return_sequences"):
         CorruptConfig.from_params(cfg)
     assert CorruptConfig.from_params({**cfg, "num_return_sequences": 2}).num_beams == 2
+
+
+def test_a_bad_mask_mode_is_a_params_error_naming_it():
+    cfg = {**_params()["corrupt"], "mask_mode": "sequentially"}
+    with pytest.raises(ParamsError, match="corrupt.mask_mode"):
+        CorruptConfig.from_params(cfg)
 
 
 def test_dev_split_is_seeded_and_at_most_a_tenth():

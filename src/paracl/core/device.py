@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from paracl.core.params import ParamsError
+from paracl.core.errors import ParamsError
 
 
 def select_device(preference: str = "auto") -> torch.device:

@@ -16,5 +16,11 @@ class UserError(Exception):
     """Bad input (params, data files, artifacts, models); the message names the culprit."""
 
 
+class ParamsError(UserError, ValueError):
+    """params.yaml does not match the schema; the message names the key. Here, not in
+    paracl.core.params, so that code which only checks one value (a device, a pooling)
+    does not load the whole schema."""
+
+
 class InputError(UserError, ValueError):
     """Bad input data: the message names the file and, where known, the line."""

@@ -34,12 +34,8 @@ from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
 import yaml
 
-from paracl.core.errors import UserError
+from paracl.core.errors import ParamsError
 from paracl.core.languages import codes
-
-
-class ParamsError(UserError, ValueError):
-    """params.yaml does not match the schema; the message names the key."""
 
 
 class Section:
@@ -174,20 +170,27 @@ class AdaptFiller(Section):
 
 class Corrupt(Section):
     max_sentences: int | None = param(min=1, help="anchors sampled; null = all")
-    num_beams: int = param(min=1, max=64)
+    num_beams: int = param(min=1, max=512, help="T5 beams (the authors' code: 200)")
     num_return_sequences: int = param(min=1, max=64, help="negatives per anchor (<= beams)")
+    mask_mode: Literal["sequential", "all_at_once"] = param(
+        help="sequential: one chunk at a time (JCSE's code); all_at_once: its text"
+    )
+    keep_rank: int = param(min=1, max=64, help="sequential: candidate kept per chunk (1 = best)")
+    fill_max_length: int = param(
+        min=2, max=128, help="sequential T5: decoder tokens per chunk, start token included"
+    )
     batch_size: int = param(min=1)
     max_fill_tokens: int = param(min=1, max=128, help="T5: generation budget per blank")
     on_missing: Literal["original", "drop"]
-    num_samples: int = param(6, min=1, max=64, help="causal LM: hypotheses per anchor")
-    top_k: int = param(20, min=1, help="causal LM: top-k sampling")
-    temperature: float = param(1.0, min=0.01, max=10.0, help="causal LM: sampling temperature")
-    fill_slack_tokens: int = param(4, min=0, max=64, help="causal LM: fill tokens past the chunk's")
-    max_blanks: int = param(2, min=0, help="causal LM: chunks replaced per negative; 0 = all")
-    quantize: bool = param(True, help="causal LM on CPU: dynamic int8 Linear layers")
+    num_samples: int = param(min=1, max=64, help="causal LM: hypotheses per anchor")
+    top_k: int = param(min=1, help="causal LM: top-k sampling")
+    temperature: float = param(min=0.01, max=10.0, help="causal LM: sampling temperature")
+    fill_slack_tokens: int = param(min=0, max=64, help="causal LM: fill tokens past the chunk's")
+    max_blanks: int = param(min=0, help="causal LM: chunks replaced per negative; 0 = all")
+    quantize: bool = param(help="causal LM on CPU: dynamic int8 Linear layers")
     chunk_batch_size: int = param(min=1)
     threads: int | None = param(min=1, max=256, help="torch CPU threads")
-    shard_size: int = param(250, min=1, help="anchors per resumable shard")
+    shard_size: int = param(min=1, help="anchors per resumable shard")
     unadapted: list[str] = param(help="negatives sets of the filler not adapted; [] = none")
 
 

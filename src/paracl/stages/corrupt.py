@@ -139,8 +139,8 @@ def corrupt_corpus(
 ) -> dict:
     """Write hard negatives for a seeded sample of `corpus` (`corrupt.max_sentences`
     anchors of `lang`) to the shard directory `out`, the filler read from `model`; return
-    the metrics (summed shard counts, what the filler is, its use of the domain's
-    vocabulary against `reference`, a few examples)."""
+    the metrics (summed shard counts, what the filler is and how it generated, its use of
+    the domain's vocabulary against `reference`, a few examples)."""
     cfg, lang, seed = params["corrupt"], params["lang"], params["seed"]
     seed_everything(seed)
     info, path, causal = model_info(model, params)
@@ -153,6 +153,8 @@ def corrupt_corpus(
         stream_shards(iter_sample(corpus, cfg["max_sentences"], seed, lang), cfg["shard_size"])
     )
     meta = {"model": info, "chunker": PIPELINES[lang], "lang": lang, "seed": seed, "params": cfg}
+    init_args = (str(path), lang, params["device"], cfg["threads"], config, causal, seed,
+                 params["precision"])  # fmt: skip
     manifest = map_shards(
         corrupt_shard,
         anchors,
@@ -163,16 +165,7 @@ def corrupt_corpus(
         metadata=meta,
         model=True,
         init=init_worker,
-        init_args=(
-            str(path),
-            lang,
-            params["device"],
-            cfg["threads"],
-            config,
-            causal,
-            seed,
-            params["precision"],
-        ),
+        init_args=init_args,
         desc="corrupt shards",
     )
     if anchors.rows == 0:
@@ -183,7 +176,6 @@ def corrupt_corpus(
     if reference is not None:
         rows = read_parquet(out, schemas.NEGATIVES, columns=["fills", "chunks"])
         stats["domain_vocabulary"] = domain_vocabulary_metrics(rows, corpus, reference, lang)
-    first = next(iter_batches(out, batch_size=5, schema=schemas.NEGATIVES), pd.DataFrame())
     log.info(
         "%d anchors -> %d negatives (%.2f per anchor with any); %d without noun chunk",
         stats["sentences_in"],
@@ -191,6 +183,16 @@ def corrupt_corpus(
         stats["negatives_per_anchor"],
         stats["skipped_no_chunk"],
     )
+    return _metrics(stats, info, causal, lang, out, len(manifest["shards"]), config)
+
+
+def _metrics(
+    stats: dict, info: dict, causal: bool, lang: str, out: str, n_shards: int,
+    config: CorruptConfig,
+) -> dict:  # fmt: skip
+    """The stage's metrics: the counts, what the filler is, how it generated (mode, beams,
+    kept ranks, departures from JCSE's authors' code) and the first few negatives."""
+    first = next(iter_batches(out, batch_size=5, schema=schemas.NEGATIVES), pd.DataFrame())
     return {
         **stats,
         "model": info.get("model"),
@@ -198,9 +200,10 @@ def corrupt_corpus(
         "stand_in": bool(info.get("stand_in", False)),
         "paper_model": False if causal else info.get("paper_model"),
         "adapted": bool(info.get("adapted", False)),
+        "generation": config.summary(causal),
         "chunker": PIPELINES[lang],
         "lang": lang,
-        "n_shards": len(manifest["shards"]),
+        "n_shards": n_shards,
         "examples": first.head(5)[["text", "masked", "negative"]].to_dict("records")
         if len(first)
         else [],

@@ -373,34 +373,9 @@ def substitute_corpus(
     have p >= theta. No rule left, or no sentence matched, is a valid outcome: `out` is
     written empty (right schema) and the metrics' notes say why."""
     spec = cfg["dictionary"][lang]
-    try:
-        table = read_dictionary(spec["path"], spec["format"])
-    except DictionaryError as err:
-        raise InputError(f"ppdb_substitute.dictionary.{lang}: {err}") from None
-    report = table.report()
-    kept = keep_rules(table.rules, theta)
     max_words = cfg["max_phrase_words"][lang]
-    index = RuleIndex(kept, lang, max_words)
-    log.info(
-        "%s: %d rules read, %d with p >= theta=%s, %d usable",
-        spec["path"],
-        len(table.rules),
-        len(kept),
-        theta,
-        len(index),
-    )
-    notes = []
-    if len(index) == 0:
-        notes.append(f"no rule of {spec['path']} has p >= theta={theta}: nothing to substitute")
-        log.warning(notes[-1])
-    meta = {
-        "stage": "ppdb_substitute",
-        "probability": report["probability"],
-        "stand_in_probability": report["stand_in_probability"],
-        "dictionary": {"format": spec["format"], "path": spec["path"]},
-        "theta": theta,
-        "lang": lang,
-    }
+    report, kept, index, notes = _rules(spec, lang, theta, max_words)
+    meta = _metadata(report, spec, theta, lang)
     key = fingerprint(
         "ppdb_substitute", cfg, lang, theta, input_checksum(corpus), input_checksum(spec["path"])
     )
@@ -433,13 +408,7 @@ def substitute_corpus(
         "lang": lang,
         "theta": theta,
         "dictionary": report,
-        "rules_kept_theta": int(len(kept)),
-        "rules_usable": len(index),
-        "rules_too_long": index.too_long,
-        "sentences": sentences.rows,
-        "sentences_matched": matched,
-        "candidates": int(n_cands),
-        "candidates_per_matched_sentence": round(n_cands / matched, 4) if matched else 0.0,
+        **_counts(kept, index, sentences.rows, matched, n_cands),
         "max_candidates": cfg["max_candidates"],
         "max_substitutions": cfg["max_substitutions"],
         "shards": len(manifest["shards"]),
@@ -449,3 +418,57 @@ def substitute_corpus(
         "%d of %d sentences matched, %d candidates → %s", matched, sentences.rows, n_cands, out
     )
     return Substitution(kept, {**meta, "metrics": metrics}, metrics)
+
+
+def _rules(
+    spec: dict, lang: str, theta: float, max_words: int
+) -> tuple[dict, pd.DataFrame, RuleIndex, list[str]]:
+    """The dictionary `spec` (ppdb_substitute.dictionary.<lang>) read: its report, the
+    rules with p >= theta, their index and the notes (a note when no rule is left)."""
+    try:
+        table = read_dictionary(spec["path"], spec["format"])
+    except DictionaryError as err:
+        raise InputError(f"ppdb_substitute.dictionary.{lang}: {err}") from None
+    report = table.report()
+    kept = keep_rules(table.rules, theta)
+    index = RuleIndex(kept, lang, max_words)
+    log.info(
+        "%s: %d rules read, %d with p >= theta=%s, %d usable",
+        spec["path"],
+        len(table.rules),
+        len(kept),
+        theta,
+        len(index),
+    )
+    notes = []
+    if len(index) == 0:
+        notes.append(f"no rule of {spec['path']} has p >= theta={theta}: nothing to substitute")
+        log.warning(notes[-1])
+    return report, kept, index, notes
+
+
+def _metadata(report: dict, spec: dict, theta: float, lang: str) -> dict:
+    """The candidates' metadata: the dictionary, its probabilities' kind, theta."""
+    return {
+        "stage": "ppdb_substitute",
+        "probability": report["probability"],
+        "stand_in_probability": report["stand_in_probability"],
+        "dictionary": {"format": spec["format"], "path": spec["path"]},
+        "theta": theta,
+        "lang": lang,
+    }
+
+
+def _counts(
+    kept: pd.DataFrame, index: RuleIndex, sentences: int, matched: int, n_cands: int
+) -> dict:
+    """The metrics' counts of rules, sentences and candidates."""
+    return {
+        "rules_kept_theta": int(len(kept)),
+        "rules_usable": len(index),
+        "rules_too_long": index.too_long,
+        "sentences": sentences,
+        "sentences_matched": matched,
+        "candidates": int(n_cands),
+        "candidates_per_matched_sentence": round(n_cands / matched, 4) if matched else 0.0,
+    }

@@ -243,16 +243,7 @@ def rank_candidates(
         model.describe(),
         input_checksum(candidates),
     )
-    batches = iter_batches(candidates, batch_size=8192, schema=schemas.PPDB_CANDIDATES)
-    shards = group_shards(batches, cfg["shard_size"], key="id", max_groups=cfg["max_sentences"])
-    first = next(shards, None)
-    notes = []
-    if first is None:
-        notes.append(f"{candidates} has no candidates: no pairs (see metrics/ppdb_substitute.json)")
-        log.warning(notes[-1])
-    else:
-        log.info("ranking candidates with %s", model)
-    scored = CountedShards(() if first is None else prepend(first, shards), key="id")
+    scored, empty, notes = _shards(candidates, cfg["shard_size"], cfg["max_sentences"], model)
     manifest = map_shards(
         rank_shard,
         scored,
@@ -269,7 +260,7 @@ def rank_candidates(
             "lang": lang,
         },
         model=True,
-        init=None if first is None else init_worker,  # nothing to score: no model load
+        init=None if empty else init_worker,  # nothing to score: no model load
         init_args=(
             str(Path(model.path).resolve()),  # Ray workers run in another cwd
             params["device"],
@@ -282,6 +273,42 @@ def rank_candidates(
     )
     ppl = perplexities(out) if manifest["rows"] else np.zeros(0)
     log.info("%d pairs → %s", manifest["rows"], out)
+    return _metrics(
+        lang, model, upstream, substituted, scored, manifest, ppl, cfg["max_sentences"], notes
+    )
+
+
+def _shards(
+    candidates: str, shard_size: int, max_sentences: int | None, model: ResolvedModel
+) -> tuple[CountedShards, bool, list[str]]:
+    """The candidates in shards of whole sentences (the first `max_sentences`); True when
+    there is none, with a note that says so."""
+    batches = iter_batches(candidates, batch_size=8192, schema=schemas.PPDB_CANDIDATES)
+    shards = group_shards(batches, shard_size, key="id", max_groups=max_sentences)
+    first = next(shards, None)
+    notes = []
+    if first is None:
+        notes.append(f"{candidates} has no candidates: no pairs (see metrics/ppdb_substitute.json)")
+        log.warning(notes[-1])
+    else:
+        log.info("ranking candidates with %s", model)
+    scored = CountedShards(() if first is None else prepend(first, shards), key="id")
+    return scored, first is None, notes
+
+
+def _metrics(
+    lang: str,
+    model: ResolvedModel,
+    upstream: dict,
+    substituted: dict,
+    scored: CountedShards,
+    manifest: dict,
+    ppl: np.ndarray,
+    max_sentences: int | None,
+    notes: list[str],
+) -> dict:
+    """rank_fluency's metrics: ppdb_substitute's counts carried on, what was scored, the
+    pairs' perplexities."""
     return {
         "lang": lang,
         "theta": upstream.get("theta"),
@@ -298,7 +325,7 @@ def rank_candidates(
         "pairs": int(manifest["rows"]),
         "perplexity_mean": round(float(ppl.mean()), 4) if len(ppl) else None,
         "perplexity_median": round(float(np.median(ppl)), 4) if len(ppl) else None,
-        "max_sentences": cfg["max_sentences"],
+        "max_sentences": max_sentences,
         "shards": len(manifest["shards"]),
         "notes": notes,
     }

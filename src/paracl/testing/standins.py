@@ -360,6 +360,38 @@ def build_standin_t5(
 ) -> dict:
     """Save a random T5 + a Unigram tokenizer trained on `texts` to out_dir; return its
     description. It knows nothing until adapt_filler trains it by span-corruption denoising."""
+    fast, n_rare = _t5_tokenizer(texts, vocab_size)
+    config = _t5_config(
+        fast,
+        d_model=d_model,
+        d_kv=d_model // 4,
+        d_ff=4 * d_model,
+        num_layers=num_layers,
+        num_heads=4,
+        feed_forward_proj="gated-gelu",  # as T5 v1.1
+        tie_word_embeddings=False,
+        # T5's default init (factor 1.0) gives the untied LM head logits of std ~sqrt(d_model):
+        # a first loss of ~55 nats. With 0.2 the dev loss after 100 denoising steps was 4.8
+        # vs 9.6 (0.05: 6.5, 0.01: 6.9), measured on the default corpus sample.
+        initializer_factor=0.2,
+    )
+    model = _save_seq2seq(config, fast, Path(out_dir), seed)
+    n_params = sum(p.numel() for p in model.parameters())
+    return {
+        "id": STANDIN_ID,
+        "source": "built",
+        "note": (
+            f"stand-in for t5-base: random T5 v1.1-style, d_model={d_model}, "
+            f"{num_layers}+{num_layers} layers, {n_params / 1e6:.1f}M parameters, "
+            f"Unigram tokenizer ({len(fast)} pieces) trained on the corpus"
+            + (f"; {n_rare} rare characters outside its alphabet map to <unk>" if n_rare else "")
+        ),
+    }
+
+
+def _t5_tokenizer(texts: Sequence[str], vocab_size: int) -> tuple[PreTrainedTokenizerFast, int]:
+    """A T5-style Unigram tokenizer (with its sentinels) trained on `texts`, and how many
+    rare characters it leaves out of its alphabet (they map to <unk>)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -387,32 +419,7 @@ def build_standin_t5(
         unk_token="<unk>",
         additional_special_tokens=sentinels,
     )
-    config = _t5_config(
-        fast,
-        d_model=d_model,
-        d_kv=d_model // 4,
-        d_ff=4 * d_model,
-        num_layers=num_layers,
-        num_heads=4,
-        feed_forward_proj="gated-gelu",  # as T5 v1.1
-        tie_word_embeddings=False,
-        # T5's default init (factor 1.0) gives the untied LM head logits of std ~sqrt(d_model):
-        # a first loss of ~55 nats. With 0.2 the dev loss after 100 denoising steps was 4.8
-        # vs 9.6 (0.05: 6.5, 0.01: 6.9), measured on the default corpus sample.
-        initializer_factor=0.2,
-    )
-    model = _save_seq2seq(config, fast, Path(out_dir), seed)
-    n_params = sum(p.numel() for p in model.parameters())
-    return {
-        "id": STANDIN_ID,
-        "source": "built",
-        "note": (
-            f"stand-in for t5-base: random T5 v1.1-style, d_model={d_model}, "
-            f"{num_layers}+{num_layers} layers, {n_params / 1e6:.1f}M parameters, "
-            f"Unigram tokenizer ({len(fast)} pieces) trained on the corpus"
-            + (f"; {n_rare} rare characters outside its alphabet map to <unk>" if n_rare else "")
-        ),
-    }
+    return fast, n_rare
 
 
 def build_on_texts(model_id: str, texts: Sequence[str], out_dir: Path, seed: int, **sizes) -> dict:

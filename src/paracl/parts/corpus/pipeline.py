@@ -386,7 +386,6 @@ def _langdetect_sample(
     Blocks shrink as the cap nears, so workers do not run far past it. A cached block
     is named by its start position in the order, so a rerun reuses it as it was.
     """
-    workers = ex.workers
     shuffled = cfg.max_sentences is not None
     cap = min(cfg.max_sentences or index.candidates, index.candidates)
 
@@ -395,57 +394,78 @@ def _langdetect_sample(
 
     first = min(max(WINDOW, cap + cap // 4), MAX_WINDOW)
     ordered = OrderedCandidates(windows(index, cfg.seed, shuffled, first, MAX_WINDOW, read_texts))
-    # blocks handed out, not yet consumed: their keys, the cache name to save each under
-    submitted: deque[tuple[np.ndarray, str | None]] = deque()
-    kept = 0
+    run = _LangidRun(ordered, cache, cap, ex.workers, cfg.lang)
+    results = ex.map(run.tasks())
+    bar = tqdm(total=cap, desc="langdetect (kept)", disable=None)
+    try:
+        for probs in results:
+            if run.kept >= cap:
+                break
+            run.consume(probs, cfg.langdetect_threshold, bar)
+    finally:
+        results.close()
+        bar.close()
+    log.info("langdetect: checked %d, dropped %d, kept %d", run.count, len(run.dropped), run.kept)
+    dropped_keys = np.sort(np.frombuffer(run.dropped, np.uint64))
+    return Checked(cfg.seed, shuffled, run.count, run.last_key, dropped_keys)
 
-    def tasks() -> Iterator:
+
+class _LangidRun:
+    """langdetect over the candidates in key order until `cap` are kept: `tasks` hands out
+    blocks (a cached block as its results, `Done`), `consume` takes each block's results in
+    the order handed out and keeps or drops its candidates."""
+
+    def __init__(
+        self, ordered: OrderedCandidates, cache: ShardCache, cap: int, workers: int, lang: str
+    ):
+        self.ordered, self.cache, self.cap, self.workers, self.lang = (
+            ordered, cache, cap, workers, lang
+        )  # fmt: skip
+        # blocks handed out, not yet consumed: their keys, the cache name to save each under
+        self.submitted: deque[tuple[np.ndarray, str | None]] = deque()
+        self.kept = self.count = 0
+        self.last_key: int | None = None
+        self.dropped = array("Q")
+
+    def tasks(self) -> Iterator:
+        """The blocks to check; each shrinks as the cap nears, so workers do not run far
+        past it. A block is cached under its start position in the order."""
         pos = 0
         while True:
             name = f"langid-{pos:010d}"
-            table = cache.get(name)
+            table = self.cache.get(name)
             if table is not None:
                 probs = table.column("prob").to_pylist()
-                keys, _ = ordered.take(len(probs))
-                submitted.append((keys, None))
+                keys, _ = self.ordered.take(len(probs))
+                self.submitted.append((keys, None))
                 pos += len(probs)
                 yield Done(probs)
                 continue
-            need = cap - kept - sum(len(b) for b, _ in submitted)
-            keys, texts = ordered.take(
-                int(np.clip(need // workers, LANGID_MIN_BLOCK, LANGID_BLOCK))
+            need = self.cap - self.kept - sum(len(b) for b, _ in self.submitted)
+            keys, texts = self.ordered.take(
+                int(np.clip(need // self.workers, LANGID_MIN_BLOCK, LANGID_BLOCK))
             )
             if not len(keys):
                 return
             pos += len(keys)
-            submitted.append((keys, name))
-            yield "langid", (texts, cfg.lang)
+            self.submitted.append((keys, name))
+            yield "langid", (texts, self.lang)
 
-    count, last_key, dropped = 0, None, array("Q")
-    results = ex.map(tasks())
-    bar = tqdm(total=cap, desc="langdetect (kept)", disable=None)
-    try:
-        for probs in results:
-            if kept >= cap:
+    def consume(self, probs: list[float], threshold: float, bar: tqdm) -> None:
+        """The next block's results: cached when new, then its candidates kept (prob >=
+        threshold) or dropped, in key order, until the cap is reached."""
+        keys, name = self.submitted.popleft()
+        if name is not None:
+            self.cache.put(name, pa.table({"prob": pa.array(probs, pa.float64())}))
+        for key, prob in zip(keys, probs, strict=True):
+            if self.kept >= self.cap:
                 break
-            keys, name = submitted.popleft()
-            if name is not None:
-                cache.put(name, pa.table({"prob": pa.array(probs, pa.float64())}))
-            for key, prob in zip(keys, probs, strict=True):
-                if kept >= cap:
-                    break
-                count, last_key = count + 1, int(key)
-                if prob >= cfg.langdetect_threshold:
-                    kept += 1
-                    bar.update(1)
-                else:
-                    dropped.append(int(key))
-    finally:
-        results.close()
-        bar.close()
-    log.info("langdetect: checked %d, dropped %d, kept %d", count, len(dropped), kept)
-    dropped_keys = np.sort(np.frombuffer(dropped, np.uint64))
-    return Checked(cfg.seed, shuffled, count, last_key, dropped_keys)
+            self.count, self.last_key = self.count + 1, int(key)
+            if prob >= threshold:
+                self.kept += 1
+                bar.update(1)
+            else:
+                self.dropped.append(int(key))
 
 
 def _write_kept(

@@ -2,5 +2,6 @@
 
 - `build`: the SentenceTransformer to train (pooling, prompt, max length) and how it is
   saved, so that evaluate scores what training saved;
+- `forward`: one forward pass with autograd, as `encode` embeds (training, mining);
 - `embed`: load an encoder dir; embed each unique sentence once (cache).
 """

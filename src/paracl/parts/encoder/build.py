@@ -63,10 +63,9 @@ import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.modules import Dense, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
-from torch import Tensor
 
+from paracl.core.errors import ParamsError
 from paracl.core.io import atomic_dir
-from paracl.core.params import ParamsError
 
 log = logging.getLogger(__name__)
 
@@ -191,12 +190,6 @@ def set_prompt(model: SentenceTransformer, prompt: str) -> None:
         )
     model.prompts[PROMPT_NAME] = prompt
     model.default_prompt_name = PROMPT_NAME
-
-
-def default_prompt(model: SentenceTransformer) -> str | None:
-    """The prompt `encode` puts before each text when none is named (None: none)."""
-    name = model.default_prompt_name
-    return model.prompts.get(name) if name else None
 
 
 def _ensure_pad_token(tokenizer) -> None:
@@ -343,11 +336,3 @@ def copy_base(base: str | Path, path: str | Path, card: str) -> None:
                 (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(src, tmp / rel)  # follows the HF cache's symlinks to blobs
         (tmp / CARD).write_text(card, encoding="utf-8")
-
-
-def embed(model: SentenceTransformer, texts: list[str]) -> Tensor:
-    """Sentence embeddings with autograd (the caller decides no_grad / train mode), with the
-    default prompt, as `model.encode` embeds them."""
-    features = model.preprocess(texts, prompt=default_prompt(model))
-    features = {k: v.to(model.device) if isinstance(v, Tensor) else v for k, v in features.items()}
-    return model(features)["sentence_embedding"]

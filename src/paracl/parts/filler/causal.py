@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 from paracl.core.device import DEFAULT_PRECISION, autocast
 from paracl.core.models import check_model_dir
-from paracl.parts.filler.fills import bad_char
+from paracl.parts.filler.fills import bad_char, is_dangling, is_garbled, is_original
 from paracl.parts.filler.masking import SENTINEL_RE, Masked
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,20 @@ class Hypothesis:
 class Filled:
     anchor_score: float
     hyps: tuple[Hypothesis, ...]
+
+
+def drop_reason(h: Hypothesis, chunks: Sequence[str]) -> str | None:
+    """The count a hypothesis is dropped under (fills.py's rules), None when usable."""
+    pairs = [(f.strip(), c) for f, c in zip(h.fills, chunks, strict=True) if f is not None]
+    if not h.clean or any(is_garbled(f, c) for f, c in pairs):
+        return "dropped_garbled"
+    if h.truncated:
+        return "dropped_truncated"
+    if any(is_dangling(f) for f, _ in pairs):
+        return "dropped_dangling"
+    if any(is_original(f, c) for f, c in pairs):
+        return "dropped_fill_is_original"
+    return None
 
 
 def row_seed(seed: int, text: str, row: int) -> int:

@@ -1,8 +1,10 @@
 """Fill sentinel blanks with T5 by beam search, batched and bucketed by length.
 
-JCSE generates with "a simple unsampled beam search" and takes several return
-sequences per input (4 negatives per anchor for base models). Inputs are sorted by
-token length so that each batch pads little; results come back in input order.
+JCSE generates with "a simple unsampled beam search". `fill` fills every blank of a
+sentence at once (distinct sentinels, the paper's text: mask_mode all_at_once); `fill_one`
+fills the single blank `<extra_id_0>` as its authors' code does, one chunk at a time
+(mask_mode sequential, paracl.parts.filler.sequential). Inputs are sorted by token length
+so that each batch pads little; results come back in input order.
 """
 
 from __future__ import annotations
@@ -39,6 +41,18 @@ def sentinel_ids(tokenizer) -> list[int]:
 class Candidate:
     target: str  # decoded target, special tokens kept except pad/eos
     score: float  # beam score: length-normalised log-probability
+    n_tokens: int = 0  # decoder tokens of the sequence, the start token included, pad not
+
+
+def _group(order: Sequence[int], batch_size: int, key=lambda i: 0) -> list[list[int]]:
+    """Consecutive runs of `order` of at most batch_size that share `key`."""
+    batches: list[list[int]] = []
+    for i in order:
+        if batches and len(batches[-1]) < batch_size and key(batches[-1][0]) == key(i):
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
 
 
 class T5Filler:
@@ -59,6 +73,44 @@ class T5Filler:
         kept = [i for i in ids if i not in self._drop]
         return self.tokenizer.decode(kept, skip_special_tokens=False)
 
+    def _encode(self, texts: Sequence[str], max_input_tokens: int) -> list[list[int]]:
+        if not texts:
+            return []
+        return self.tokenizer(list(texts), truncation=True, max_length=max_input_tokens)[
+            "input_ids"
+        ]
+
+    def _beam_search(
+        self, rows: list[list[int]], num_beams: int, num_return_sequences: int, **limits
+    ) -> list[list[Candidate]]:
+        """One generate() call on right-padded `rows`; num_return_sequences per row,
+        best first. `limits`: the stop tokens and length budget."""
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.full((len(rows), max(map(len, rows))), pad, dtype=torch.long)
+        for r, ids in enumerate(rows):
+            input_ids[r, : len(ids)] = torch.tensor(ids)
+        input_ids = input_ids.to(self.device)
+        with autocast(self.device, self.precision):
+            out = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=input_ids.ne(pad).long(),
+                num_beams=num_beams,
+                num_return_sequences=num_return_sequences,
+                do_sample=False,
+                return_dict_in_generate=True,
+                output_scores=True,
+                **limits,
+            )
+        seqs, scores = out.sequences.tolist(), out.sequences_scores.float().tolist()
+        n = num_return_sequences
+        return [
+            [
+                Candidate(self._decode(s), round(sc, 6), sum(t != pad for t in s[1:]) + 1)
+                for s, sc in zip(seqs[r * n : r * n + n], scores[r * n : r * n + n], strict=True)
+            ]
+            for r in range(len(rows))
+        ]
+
     @torch.inference_mode()
     def fill(
         self,
@@ -78,54 +130,59 @@ class T5Filler:
         as an extra fill, and beams that differ only there would be duplicates. The
         budget is max_fill_tokens per blank plus one sentinel per blank and the close.
         """
-        if num_return_sequences > num_beams:
-            raise ValueError(
-                f"num_return_sequences ({num_return_sequences}) > num_beams ({num_beams})"
-            )
-        if not masked:
-            return []
-        enc = self.tokenizer(list(masked), truncation=True, max_length=max_input_tokens)[
-            "input_ids"
-        ]
+        _check_beams(num_beams, num_return_sequences)
+        enc = self._encode(masked, max_input_tokens)
         order = sorted(range(len(masked)), key=lambda i: (n_blanks[i], len(enc[i]), i))
         results: list[list[Candidate]] = [[] for _ in masked]
-        pad = self.tokenizer.pad_token_id
-        batches: list[list[int]] = []
-        for i in order:  # same number of blanks within a batch
-            if (
-                batches
-                and len(batches[-1]) < batch_size
-                and n_blanks[batches[-1][0]] == n_blanks[i]
-            ):
-                batches[-1].append(i)
-            else:
-                batches.append([i])
+        batches = _group(order, batch_size, key=lambda i: n_blanks[i])
         for idx in tqdm(batches, desc="T5 fill", mininterval=10, disable=len(batches) < 5):
-            width = max(len(enc[i]) for i in idx)
-            input_ids = torch.full((len(idx), width), pad, dtype=torch.long)
-            for row, i in enumerate(idx):
-                input_ids[row, : len(enc[i])] = torch.tensor(enc[i])
-            input_ids = input_ids.to(self.device)
             blanks = n_blanks[idx[0]]
             stop = [self.tokenizer.eos_token_id]
             if blanks < self.n_sentinels:
                 stop.append(self._sentinels[blanks])
-            with autocast(self.device, self.precision):
-                out = self.model.generate(
-                    input_ids=input_ids,
-                    attention_mask=input_ids.ne(pad).long(),
-                    num_beams=num_beams,
-                    num_return_sequences=num_return_sequences,
-                    do_sample=False,
-                    max_new_tokens=blanks * (max_fill_tokens + 1) + 1,
-                    eos_token_id=stop,
-                    return_dict_in_generate=True,
-                    output_scores=True,
-                )
-            seqs = out.sequences.tolist()
-            scores = out.sequences_scores.float().tolist()
-            for row, i in enumerate(idx):
-                for k in range(num_return_sequences):
-                    j = row * num_return_sequences + k
-                    results[i].append(Candidate(self._decode(seqs[j]), round(scores[j], 6)))
+            found = self._beam_search(
+                [enc[i] for i in idx],
+                num_beams,
+                num_return_sequences,
+                max_new_tokens=blanks * (max_fill_tokens + 1) + 1,
+                eos_token_id=stop,
+            )
+            for i, cands in zip(idx, found, strict=True):
+                results[i] = cands
         return results
+
+    @torch.inference_mode()
+    def fill_one(
+        self,
+        masked: Sequence[str],
+        num_beams: int,
+        num_return_sequences: int,
+        batch_size: int = 16,
+        max_length: int = 15,
+        max_input_tokens: int = 64,
+    ) -> list[list[Candidate]]:
+        """Beam search on inputs with the single blank `<extra_id_0>`, as JCSE's authors'
+        generator calls it (paracl.parts.filler.sequential): stop at eos only, at most
+        `max_length` decoder tokens with the start token (their max_length=15), inputs
+        cut at 64 tokens as theirs. Batched by token length; results in input order."""
+        _check_beams(num_beams, num_return_sequences)
+        enc = self._encode(masked, max_input_tokens)
+        order = sorted(range(len(masked)), key=lambda i: (len(enc[i]), i))
+        results: list[list[Candidate]] = [[] for _ in masked]
+        batches = _group(order, batch_size)
+        for idx in tqdm(batches, desc="T5 fill", mininterval=10, disable=len(batches) < 5):
+            found = self._beam_search(
+                [enc[i] for i in idx],
+                num_beams,
+                num_return_sequences,
+                max_length=max_length,
+                eos_token_id=self.tokenizer.eos_token_id,
+            )
+            for i, cands in zip(idx, found, strict=True):
+                results[i] = cands
+        return results
+
+
+def _check_beams(num_beams: int, num_return_sequences: int) -> None:
+    if num_return_sequences > num_beams:
+        raise ValueError(f"num_return_sequences ({num_return_sequences}) > num_beams ({num_beams})")

@@ -29,11 +29,13 @@ class Masked:
     chunks: tuple[str, ...]
 
 
-def mask_spans(text: str, spans: list[tuple[int, int]]) -> Masked:
+def mask_spans(text: str, spans: list[tuple[int, int]], merge: bool = True) -> Masked:
     """Replace each (start, end) character span of `text` with its own sentinel.
 
     Overlapping or touching spans are merged first (two sentinels side by side would
-    ask T5 for two fills where the original had one phrase).
+    ask T5 for two fills where the original had one phrase). merge=False keeps touching
+    spans apart (one blank per chunk filled one at a time, sequential.py); overlapping
+    spans are then an error.
     """
     if SENTINEL_RE.search(text):
         raise ValueError("text already contains a T5 sentinel; it cannot be masked")
@@ -41,7 +43,9 @@ def mask_spans(text: str, spans: list[tuple[int, int]]) -> Masked:
     for start, end in sorted(spans):
         if not 0 <= start < end <= len(text):
             raise ValueError(f"span ({start}, {end}) is outside a text of {len(text)} chars")
-        if merged and start <= merged[-1][1]:
+        if merged and start < merged[-1][1] and not merge:
+            raise ValueError(f"span ({start}, {end}) overlaps the one before")
+        if merged and start <= merged[-1][1] and merge:
             merged[-1][1] = max(merged[-1][1], end)
         else:
             merged.append([start, end])

@@ -20,11 +20,19 @@ import numpy as np
 import pandas as pd
 
 from paracl.core.params import ParamsError
-from paracl.parts.filler.causal import CausalFiller, Sampling
+from paracl.parts.filler.causal import CausalFiller, Sampling, drop_reason
 from paracl.parts.filler.chunks import noun_chunk_spans
-from paracl.parts.filler.fills import is_dangling, is_garbled, is_original, quality_counts
+from paracl.parts.filler.fills import quality_counts
 from paracl.parts.filler.generate import T5Filler
-from paracl.parts.filler.masking import Fills, Masked, mask_spans, parse_fills, reassemble
+from paracl.parts.filler.masking import (
+    SENTINEL_RE,
+    Fills,
+    Masked,
+    mask_spans,
+    parse_fills,
+    reassemble,
+)
+from paracl.parts.filler.sequential import Chain, causal_step, run_chains, t5_step
 
 COUNT_NAMES = (
     "skipped_no_chunk",
@@ -44,6 +52,8 @@ COUNT_NAMES = (
     "dropped_dangling",
     "dropped_fill_is_original",
     "skipped_too_long",
+    "chunks_not_found",
+    "steps_short_of_rank",
     "q_identical",
     "q_outside_changed",
     "q_garbled",
@@ -51,6 +61,10 @@ COUNT_NAMES = (
 RATIOS = "ppl_log_ratios"
 COLUMNS = ["id", "text", "negative", "masked", "chunks", "fills", "rank", "score"]
 COLUMNS += ["n_missing", "n_extra"]
+
+
+MASK_MODES = ("sequential", "all_at_once")
+AUTHORS = {"num_beams": 200, "keep_rank": 2, "fill_max_length": 15}  # gen_forsup_contra.py
 
 
 @dataclass(frozen=True)
@@ -67,27 +81,74 @@ class CorruptConfig:
     fill_slack_tokens: int = 4
     max_blanks: int = 2
     quantize: bool = True
+    mask_mode: str = "all_at_once"  # sequential (JCSE's code) | all_at_once (its text)
+    keep_rank: int = 2  # sequential: the candidate kept per chunk (1 = best)
+    fill_max_length: int = 15  # sequential T5: decoder tokens per chunk, start token included
 
     @classmethod
     def from_params(cls, cfg: dict, seq2seq: bool = True) -> CorruptConfig:
-        """The `corrupt` params section's generation settings; beam search cannot return
-        more sequences than it has beams, nor sampling keep more than it drew: params
-        errors, not a crash later."""
-        names = [f.name for f in fields(cls)]
-        config = cls(**{name: cfg[name] for name in names})
-        if not seq2seq:
-            if config.num_return_sequences > config.num_samples:
-                raise ParamsError(
-                    f"params.yaml: 'corrupt.num_return_sequences' ({config.num_return_sequences}) "
-                    f"must be <= 'corrupt.num_samples' ({config.num_samples})"
-                )
-            return config
-        if config.num_return_sequences > config.num_beams:
-            raise ParamsError(
-                f"params.yaml: 'corrupt.num_return_sequences' ({config.num_return_sequences}) "
-                f"must be <= 'corrupt.num_beams' ({config.num_beams})"
-            )
+        """The `corrupt` params section's generation settings, checked: a bad value is a
+        one-line params error naming it, not a crash later."""
+        config = cls(**{f.name: cfg[f.name] for f in fields(cls)})
+        config.check(seq2seq)
         return config
+
+    def check(self, seq2seq: bool) -> None:
+        """Beam search cannot return more sequences than it has beams, nor sampling keep
+        more than it drew; sequential mode needs ranks keep_rank .. keep_rank+K-1."""
+
+        def fail(name: str, why: str) -> None:
+            raise ParamsError(f"params.yaml: 'corrupt.{name}' ({getattr(self, name)!r}) {why}")
+
+        if self.mask_mode not in MASK_MODES:
+            fail("mask_mode", f"must be one of {', '.join(MASK_MODES)}")
+        if not isinstance(self.keep_rank, int) or self.keep_rank < 1:
+            fail("keep_rank", "must be an integer >= 1 (1 = the best candidate)")
+        if not isinstance(self.fill_max_length, int) or self.fill_max_length < 2:
+            fail("fill_max_length", "must be an integer >= 2 (start token and sentinel)")
+        pool, pool_name = (self.num_beams, "num_beams") if seq2seq else (
+            self.num_samples, "num_samples")  # fmt: skip
+        if self.num_return_sequences > pool:
+            fail("num_return_sequences", f"must be <= 'corrupt.{pool_name}' ({pool})")
+        if self.mask_mode == "sequential" and self.deepest_rank > pool:
+            fail(
+                "keep_rank", f"+ num_return_sequences - 1 must be <= 'corrupt.{pool_name}' ({pool})"
+            )
+
+    @property
+    def deepest_rank(self) -> int:
+        """Sequential mode: the last rank a chain keeps (one chain per negative)."""
+        return self.keep_rank + self.num_return_sequences - 1
+
+    def summary(self, causal: bool) -> dict:
+        """How negatives were generated, for the metrics, with every departure from
+        JCSE's authors' code named (docs/models.md, JCSE)."""
+        sequential = self.mask_mode == "sequential"
+        deviations = []
+        if not sequential:
+            deviations.append(
+                "all chunks at once with distinct sentinels (JCSE's text), not one chunk at "
+                "a time (its authors' code)"
+            )
+        if causal:
+            deviations.append(
+                f"a causal LM samples {self.num_samples} hypotheses a blank, reranked by "
+                "likelihood; the authors beam-search T5 with 200 beams"
+            )
+        compared = ("keep_rank",) if causal else tuple(AUTHORS)
+        for name in compared if sequential else ():
+            if getattr(self, name) != AUTHORS[name]:
+                deviations.append(f"{name} {getattr(self, name)}, the authors' {AUTHORS[name]}")
+        return {
+            "mask_mode": self.mask_mode,
+            "search": "sampled hypotheses, reranked" if causal else "beam search",
+            "beam_width": self.num_samples if causal else self.num_beams,
+            "kept_ranks": list(range(self.keep_rank, self.deepest_rank + 1))
+            if sequential
+            else None,
+            "fill_max_length": self.fill_max_length if sequential and not causal else None,
+            "deviations": deviations,
+        }
 
     def sampling(self) -> Sampling:
         return Sampling(
@@ -145,6 +206,8 @@ def corrupt(
     anchors: pd.DataFrame, nlp, filler: T5Filler | CausalFiller, cfg: CorruptConfig
 ) -> tuple[pd.DataFrame, dict]:
     """Hard negatives for `anchors` (columns id, text); returns (rows, counts)."""
+    if cfg.mask_mode == "sequential":
+        return corrupt_sequential(anchors, nlp, filler, cfg)
     if isinstance(filler, CausalFiller):
         return corrupt_causal(anchors, nlp, filler, cfg)
     texts = anchors["text"].tolist()
@@ -217,15 +280,9 @@ def corrupt_causal(
         for h in res.hyps:
             counts["candidates"] += 1
             fills = tuple(None if f is None else f.strip() for f in h.fills)
-            pairs = [(f, c) for f, c in zip(fills, m.chunks, strict=True) if f is not None]
-            if not h.clean or any(is_garbled(f, c) for f, c in pairs):
-                counts["dropped_garbled"] += 1
-            elif h.truncated:
-                counts["dropped_truncated"] += 1
-            elif any(is_dangling(f) for f, _ in pairs):
-                counts["dropped_dangling"] += 1
-            elif any(is_original(f, c) for f, c in pairs):
-                counts["dropped_fill_is_original"] += 1
+            reason = drop_reason(h, m.chunks)
+            if reason is not None:
+                counts[reason] += 1
             else:
                 negative = reassemble(m, Fills(fills, 0, 0))
                 if negative.strip() == m.text.strip():
@@ -244,6 +301,65 @@ def corrupt_causal(
     frame, stats = _finish(rows, counts, per_anchor, len(texts), len(keep))
     stats[RATIOS] = ratios
     return frame, stats
+
+
+def chunk_texts(
+    texts: Sequence[str], nlp, batch_size: int = 64
+) -> tuple[list[list[tuple[int, int]]], Counter]:
+    """Each text's noun-chunk spans, in order; none where the text is skipped (counted:
+    no chunk, or a sentinel string in the text itself)."""
+    counts: Counter = Counter()
+    out = []
+    for text, spans in zip(texts, noun_chunk_spans(texts, nlp, batch_size), strict=True):
+        if not spans:
+            counts["skipped_no_chunk"] += 1
+        elif SENTINEL_RE.search(text):
+            counts["skipped_has_sentinel"] += 1
+            spans = []
+        out.append(spans)
+    return out, counts
+
+
+def corrupt_sequential(
+    anchors: pd.DataFrame, nlp, filler: T5Filler | CausalFiller, cfg: CorruptConfig
+) -> tuple[pd.DataFrame, dict]:
+    """Hard negatives as JCSE's authors' code makes them (paracl.parts.filler.sequential):
+    one chain per kept rank, num_return_sequences chains per anchor. A row's `masked` is
+    the anchor with the chunks its chain replaced as sentinels (the quality counts then
+    say whether an edit strayed outside them), `rank` the kept rank - 1, `score` the kept
+    candidates' mean."""
+    texts, ids = anchors["text"].tolist(), anchors["id"].tolist()
+    spans, counts = chunk_texts(texts, nlp, cfg.chunk_batch_size)
+    chunks = [[text[a:b] for a, b in sp] for text, sp in zip(texts, spans, strict=True)]
+    if isinstance(filler, CausalFiller):
+        step = causal_step(filler, counts)
+    else:
+        step = t5_step(filler, cfg.num_beams, cfg.deepest_rank, cfg.batch_size,
+                       cfg.fill_max_length, counts)  # fmt: skip
+    ranks = range(cfg.keep_rank, cfg.deepest_rank + 1)
+    rows: list[dict] = []
+    per_anchor: Counter = Counter()
+    seen: set[tuple[int, str]] = set()
+    for chain in run_chains(texts, chunks, step, ranks, counts):
+        if chain.text.strip() == texts[chain.anchor].strip():
+            counts["dropped_identical"] += 1
+        elif (chain.anchor, chain.text) in seen:
+            counts["dropped_duplicate"] += 1
+        else:
+            seen.add((chain.anchor, chain.text))
+            per_anchor[chain.anchor] += 1
+            rows.append(_chain_row(ids[chain.anchor], texts[chain.anchor], spans, chain))
+    n_masked = sum(bool(sp) for sp in spans)
+    return _finish(rows, counts, per_anchor, len(texts), n_masked)
+
+
+def _chain_row(anchor_id: str, text: str, spans: list, chain: Chain) -> dict:
+    """One NEGATIVES row of a finished chain."""
+    # spaCy's chunks come left to right, and a chain replaces them in that order
+    m = mask_spans(text, [spans[chain.anchor][k] for k in chain.replaced], merge=False)
+    score = round(sum(chain.scores) / len(chain.scores), 6)
+    n_missing = sum(not f for f in chain.fills)
+    return negative_row(anchor_id, m, chain.text, chain.fills, chain.rank - 1, score, n_missing)
 
 
 def negative_row(

@@ -35,6 +35,7 @@ from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
 from paracl.core.distributed.gather import all_gather_with_grad
+from paracl.parts.encoder.forward import embed
 from paracl.parts.training import parallel
 from paracl.parts.training.objectives import BiEncoderObjective
 
@@ -180,8 +181,6 @@ class Params:
 
 
 def objective(model: SentenceTransformer, params: Params, cfg: dict) -> BiEncoderObjective:
-    from paracl.parts.encoder.build import embed
-
     obj = AdditiveMarginObjective(
         params.margin, params.scale, params.gamma, params.mine_k, params.threshold, embed,
         params.hard_negatives,

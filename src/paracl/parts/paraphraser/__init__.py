@@ -168,34 +168,23 @@ def train(
     history: list[dict] = []
     best_loss, best_state, stale = math.inf, None, 0
     for epoch in range(1, max_epochs + 1):
-        model.train()
-        total, steps, started = 0.0, 0, time.perf_counter()
-        for idx in _batches(len(rows), batch_size, generator):
-            batch = [rows[i] for i in idx]
-            total += train_step(model, tokenizer, batch, max_length, device, scaler, precision)
-            optimizer_step(optimizer, scaler)
-            optimizer.zero_grad()
-            steps += 1
-        seconds = time.perf_counter() - started
-        train_loss = total / max(len(rows), 1)
+        train_loss, step_seconds = _train_epoch(
+            model, tokenizer, rows, batch_size, generator, optimizer, scaler, max_length, device,
+            precision,
+        )  # fmt: skip
         dev_loss = (
             evaluate_loss(model, tokenizer, dev_df, batch_size, max_length, device, precision)
             if len(dev_df)
             else train_loss
         )
-        history.append(
-            {
-                "epoch": epoch,
-                "train_loss": train_loss,
-                "dev_loss": dev_loss,
-            }  # no timing here: same params and seed give the same metrics bytes
-        )
+        # no timing in the history: same params and seed give the same metrics bytes
+        history.append({"epoch": epoch, "train_loss": train_loss, "dev_loss": dev_loss})
         log.info(
             "epoch %d: train loss %.4f, dev loss %.4f (%.2f s/step)",
             epoch,
             train_loss,
             dev_loss,
-            seconds / max(steps, 1),
+            step_seconds,
         )
         if dev_loss < best_loss:
             best_loss, best_state, stale = dev_loss, _trainable_state(model), 0
@@ -208,6 +197,32 @@ def train(
         model.load_state_dict(best_state, strict=False)
     model.eval()
     return history
+
+
+def _train_epoch(
+    model,
+    tokenizer,
+    rows: list[tuple[str, str, str]],
+    batch_size: int,
+    generator: torch.Generator,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    max_length: int,
+    device: torch.device,
+    precision: str,
+) -> tuple[float, float]:
+    """One epoch's steps over `rows` in the generator's order; returns the mean training
+    loss (batch-size weighted) and the seconds a step took."""
+    model.train()
+    total, steps, started = 0.0, 0, time.perf_counter()
+    for idx in _batches(len(rows), batch_size, generator):
+        batch = [rows[i] for i in idx]
+        total += train_step(model, tokenizer, batch, max_length, device, scaler, precision)
+        optimizer_step(optimizer, scaler)
+        optimizer.zero_grad()
+        steps += 1
+    seconds = time.perf_counter() - started
+    return total / max(len(rows), 1), seconds / max(steps, 1)
 
 
 @dataclass
@@ -291,23 +306,10 @@ def fine_tune(
     with model_dir(model_id, seed=seed) as (path, desc):
         model, tokenizer = load(path, device)
     added = add_tag_tokens(tokenizer, model)
-    layers = "all"
-    new_tokens = None
-    if is_causal(model):
-        layers = freeze(
-            model, cfg["train_layers"], cfg["freeze_embeddings"], "train_paraphraser.train_layers"
-        )
-        if cfg["freeze_embeddings"] and cfg["train_new_tokens"]:
-            new_tokens = NewTokens(model, tokenizer.convert_tokens_to_ids([*ALL_TAGS, causal.SEP]))
+    layers, new_tokens = _trainable(model, tokenizer, cfg)
     n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     history: list[dict] = []
     test_loss = dev_before = None
-    kwargs = dict(
-        batch_size=cfg["batch_size"],
-        max_length=cfg["max_length"],
-        device=device,
-        precision=precision,
-    )
     if len(splits["train"]) < cfg["min_train_pairs"]:
         log.warning(
             "%d training pairs in %s (%d rows in all; at least %d wanted): the paraphraser "
@@ -318,23 +320,9 @@ def fine_tune(
             cfg["min_train_pairs"],
         )
     else:
-        if len(splits["dev"]) == 0:
-            log.warning("no dev pairs: early stopping watches the training loss instead")
-        else:
-            dev_before = evaluate_loss(model, tokenizer, splits["dev"], **kwargs)
-        history = train(
-            model,
-            tokenizer,
-            splits["train"],
-            splits["dev"],
-            lr=cfg["lr"],
-            max_epochs=cfg["max_epochs"],
-            patience=cfg["patience"],
-            seed=seed,
-            **kwargs,
+        history, test_loss, dev_before = _fit(
+            model, tokenizer, splits, cfg, seed, device, precision
         )
-        if len(splits["test"]):
-            test_loss = evaluate_loss(model, tokenizer, splits["test"], **kwargs)
     if new_tokens is not None:
         new_tokens.merge()
     deviation = deviations(model_id, model, cfg, layers)
@@ -352,6 +340,60 @@ def fine_tune(
         "tags_added": added,
     }
     return Trained(model, tokenizer, info, history, test_loss, dev_before)
+
+
+def _trainable(model, tokenizer, cfg: dict) -> tuple[str, NewTokens | None]:
+    """Decoder-only: all but the top `train_layers` layers frozen (and, with
+    `freeze_embeddings`, the vocabulary, whose tag rows still train with `train_new_tokens`);
+    the paper's encoder-decoder trains every weight. Returns the layers trained and the new
+    tokens' trained rows (None: no such rows). `cfg`: the train_paraphraser section."""
+    if not is_causal(model):
+        return "all", None
+    layers = freeze(
+        model, cfg["train_layers"], cfg["freeze_embeddings"], "train_paraphraser.train_layers"
+    )
+    new_tokens = None
+    if cfg["freeze_embeddings"] and cfg["train_new_tokens"]:
+        new_tokens = NewTokens(model, tokenizer.convert_tokens_to_ids([*ALL_TAGS, causal.SEP]))
+    return layers, new_tokens
+
+
+def _fit(
+    model,
+    tokenizer,
+    splits: dict[str, pd.DataFrame],
+    cfg: dict,
+    seed: int,
+    device: torch.device,
+    precision: str,
+) -> tuple[list[dict], float | None, float | None]:
+    """Train on the train split, early-stopped on dev (on the training loss without dev
+    pairs); returns the history, the test loss and the dev loss before training."""
+    test_loss = dev_before = None
+    kwargs = dict(
+        batch_size=cfg["batch_size"],
+        max_length=cfg["max_length"],
+        device=device,
+        precision=precision,
+    )
+    if len(splits["dev"]) == 0:
+        log.warning("no dev pairs: early stopping watches the training loss instead")
+    else:
+        dev_before = evaluate_loss(model, tokenizer, splits["dev"], **kwargs)
+    history = train(
+        model,
+        tokenizer,
+        splits["train"],
+        splits["dev"],
+        lr=cfg["lr"],
+        max_epochs=cfg["max_epochs"],
+        patience=cfg["patience"],
+        seed=seed,
+        **kwargs,
+    )
+    if len(splits["test"]):
+        test_loss = evaluate_loss(model, tokenizer, splits["test"], **kwargs)
+    return history, test_loss, dev_before
 
 
 def generate(

@@ -44,27 +44,10 @@ def model_card(
 
     `params`/`training`/`data` None: nothing was trained (method `none`). `dev`: score,
     file and pairs of the training stage's dev score."""
-    base_id = base.get("id", "unknown")
-    source = "; ".join(str(base[k]) for k in ("source", "note") if base.get(k))
-    paper_base = (
-        f"yes ({PAPER_BASES[base_id]})"
-        if base_id in PAPER_BASES
-        else "no: the papers use " + " / ".join(f"{k} ({v})" for k, v in PAPER_BASES.items())
-    )
     length = f"{model.max_seq_length} tokens (saved; what SentenceTransformer truncates at)"
     if train_max_seq_length is not None and training is not None:
         length += f"; training truncated at {train_max_seq_length}"
-    rows = [
-        ("method", f"`{method}`: {description}"),
-        ("paper", citation or 'none: the papers\' "w/o additional training" row'),
-        ("base model", f"`{base_id}`" + (f" ({source})" if source else "")),
-        ("the paper's base model", paper_base),
-        ("training data", f"`{data}`, {examples} examples" if data else "none (not trained)"),
-        ("modules", " → ".join(type(m).__name__ for m in model)),
-        ("pooling", _pooling(model) + _mlp_note(params)),
-        ("max_seq_length", length),
-        ("dev score", f"{dev['score']} ({_dev_words(dev)})"),
-    ]
+    rows = _summary(method, description, citation, base, model, length, dev, data, examples, params)
     if training:
         rows.append(("training", ", ".join(f"{k} {v}" for k, v in training.items())))
     lines = [
@@ -79,17 +62,62 @@ def model_card(
         "",
     ]
     if params:
-        lines += [
-            "## Training parameters",
-            "",
-            "params.yaml `train_contrastive` (and the top-level `seed`) as this encoder used them:",
-            "",
-            "```yaml",
-            *(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in params.items()),
-            "```",
-            "",
-        ]
-    lines += [
+        lines += _params_section(params)
+    lines += _evaluation_and_loading(method, model, load_path)
+    return "\n".join(lines)
+
+
+def _summary(
+    method: str,
+    description: str,
+    citation: str,
+    base: dict[str, Any],
+    model: SentenceTransformer,
+    length: str,
+    dev: dict[str, Any],
+    data: str | None,
+    examples: int | None,
+    params: dict[str, Any] | None,
+) -> list[tuple[str, str]]:
+    """The card's table but its training row: the method, its paper, base model, data,
+    module stack, pooling, `length` (max_seq_length) and dev score."""
+    base_id = base.get("id", "unknown")
+    source = "; ".join(str(base[k]) for k in ("source", "note") if base.get(k))
+    paper_base = (
+        f"yes ({PAPER_BASES[base_id]})"
+        if base_id in PAPER_BASES
+        else "no: the papers use " + " / ".join(f"{k} ({v})" for k, v in PAPER_BASES.items())
+    )
+    return [
+        ("method", f"`{method}`: {description}"),
+        ("paper", citation or 'none: the papers\' "w/o additional training" row'),
+        ("base model", f"`{base_id}`" + (f" ({source})" if source else "")),
+        ("the paper's base model", paper_base),
+        ("training data", f"`{data}`, {examples} examples" if data else "none (not trained)"),
+        ("modules", " → ".join(type(m).__name__ for m in model)),
+        ("pooling", _pooling(model) + _mlp_note(params)),
+        ("max_seq_length", length),
+        ("dev score", f"{dev['score']} ({_dev_words(dev)})"),
+    ]
+
+
+def _params_section(params: dict[str, Any]) -> list[str]:
+    """The params that shaped the encoder, as YAML."""
+    return [
+        "## Training parameters",
+        "",
+        "params.yaml `train_contrastive` (and the top-level `seed`) as this encoder used them:",
+        "",
+        "```yaml",
+        *(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in params.items()),
+        "```",
+        "",
+    ]
+
+
+def _evaluation_and_loading(method: str, model: SentenceTransformer, load_path: str) -> list[str]:
+    """Where the scores are, and how to load the encoder."""
+    return [
         "## Evaluation",
         "",
         f"Scores are in `metrics/eval/{method}/` (one JSON per task) and `metrics/summary.md`.",
@@ -106,7 +134,6 @@ def model_card(
         "",
         *_automodel(model, load_path),
     ]
-    return "\n".join(lines)
 
 
 def _pooling(model: SentenceTransformer) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from paracl.core.device import precision_record, seed_everything
 from paracl.core.errors import InputError
 from paracl.core.freeze import freeze
-from paracl.core.models import resolve_model
+from paracl.core.models import ResolvedModel, resolve_model
 from paracl.core.params import METHOD_SETTINGS, ParamsError, method_settings
 from paracl.parts.encoder.build import (
     build_encoder,
@@ -36,7 +36,7 @@ from paracl.parts.training.checkpoint import Checkpoint
 from paracl.parts.training.data import check_task_input, load_examples
 from paracl.parts.training.dev import read_sts, sts_spearman
 from paracl.parts.training.selection import hold_out
-from paracl.parts.training.trainer import TrainConfig, train
+from paracl.parts.training.trainer import TrainConfig, TrainResult, train
 
 TRAIN_LAYERS = "train_contrastive.train_layers"  # the param a refusal of freeze names
 
@@ -177,7 +177,48 @@ def train_method(
     checkpoint: Checkpoint | None = None,
 ) -> dict:
     """Train (or, for loss `none`, just save) one encoder; returns the metrics to record.
-    `checkpoint`: where training saves and resumes its state (training/checkpoint.py)."""
+    `checkpoint`: where training saves and resumes its state (training/checkpoint.py).
+    Its parts: build the encoder, read the dev set and the training data, train, save."""
+    resolved, model, as_is = _build(spec, cfg, seed, device)
+    dev = read_sts(dev_path, cfg["dev_max_pairs"], seed)
+    # the base's inference length (model.max_seq_length now) is what is saved
+    target = _Target(spec, model, resolved, model.max_seq_length, dev, dev_path, out_dir)
+    metrics = {
+        "method": spec.name,
+        "paper": spec.paper,
+        "model": resolved.describe(),
+        "input": spec.input,
+        "seed": seed,
+    }
+    if spec.loss == "none":
+        metrics["loss"] = "none"  # evaluate.baseline_seeds: fine-tuned with the base's seeds
+        if parallel.is_main():  # nothing to train: rank 0 alone scores and saves
+            _save_base(target, as_is, metrics, logger)
+        return metrics
+
+    model.max_seq_length = cfg["max_seq_length"]  # training truncation (SimCSE: 32)
+    # the cross-lingual paper freezes the embedding layer to keep zero-shot transfer;
+    # train_layers (top layers only) makes a causal-LM step cheaper (paracl.core.freeze)
+    metrics["trained_layers"] = freeze(
+        model[0].auto_model, cfg["train_layers"], cfg["freeze_embeddings"], TRAIN_LAYERS
+    )
+    module = LOSSES[spec.loss]
+    examples, dev_examples = _read_examples(spec, module, model, cfg, seed, metrics)
+    objective = module.objective(model, spec.params, cfg)
+    if "negative" in getattr(objective, "column_names", ()) and examples["negative"].isna().any():
+        raise InputError(f"{spec.train_path}: method {spec.name} needs a 'negative' for every row")
+    config = _train_config(cfg, seed, objective.mega_batch)
+    result = _train(target, examples, objective, config, logger, checkpoint, dev_examples)
+    metrics.update(_trained_metrics(objective.name, len(examples), result, config, device))
+    if parallel.is_main():
+        _save_trained(target, cfg, seed, metrics, len(examples), objective.name, result)
+    return metrics
+
+
+def _build(spec: MethodSpec, cfg: dict, seed: int, device) -> tuple[ResolvedModel, Any, bool]:
+    """The encoder training starts from (the base model, or the encoder a continued run
+    starts from), seeded; True with it: `none` on a sentence-transformers base, saved as
+    published (its own pooling)."""
     base_id = cfg["base_model"]
     if spec.start is not None:
         base_id = spec.start
@@ -197,56 +238,62 @@ def train_method(
         None if as_is else cfg["dropout"],
         None if as_is else cfg.get("prompt"),
     ).to(device)
-    saved_length = model.max_seq_length  # the base's inference length: what is saved
-    dev = read_sts(dev_path, cfg["dev_max_pairs"], seed)
+    return resolved, model, as_is
 
-    def dev_score(m) -> float:
+
+@dataclass
+class _Target:
+    """The encoder as it will be saved: scored on the STS dev set at its inference length
+    (`saved_length`), with a card that describes it."""
+
+    spec: MethodSpec
+    model: Any  # the SentenceTransformer being trained
+    resolved: ResolvedModel
+    saved_length: int
+    dev: tuple  # read_sts's (sentences1, sentences2, gold)
+    dev_path: str
+    out_dir: Path
+
+    def dev_score(self, m) -> float:
         """Dev score of the model as it will be saved (the inference length)."""
-        with truncation(m, saved_length):
-            return sts_spearman(m, dev)
+        with truncation(m, self.saved_length):
+            return sts_spearman(m, self.dev)
 
-    def card(dev_spearman: float, **trained) -> str:
+    def card(self, dev_spearman: float, **trained) -> str:
         """The folder's README.md, describing the model as it will be saved."""
-        inference = inference_model(model)
-        with truncation(inference, saved_length):
+        inference = inference_model(self.model)
+        with truncation(inference, self.saved_length):
             return model_card(
-                method=spec.name,
-                description=spec.paper,
-                citation=spec.citation,
-                load_path=out_dir.as_posix(),
-                base=resolved.describe(),
+                method=self.spec.name,
+                description=self.spec.paper,
+                citation=self.spec.citation,
+                load_path=self.out_dir.as_posix(),
+                base=self.resolved.describe(),
                 model=inference,
-                dev={"score": dev_spearman, "file": dev_path, "pairs": len(dev[2])},
+                dev={"score": dev_spearman, "file": self.dev_path, "pairs": len(self.dev[2])},
                 **trained,
             )
 
-    metrics = {
-        "method": spec.name,
-        "paper": spec.paper,
-        "model": resolved.describe(),
-        "input": spec.input,
-        "seed": seed,
-    }
-    if spec.loss == "none":
-        metrics["loss"] = "none"  # evaluate.baseline_seeds: fine-tuned with the base's seeds
-        if parallel.is_main():  # nothing to train: rank 0 alone scores and saves
-            metrics["dev_spearman"] = round(dev_score(inference_model(model)), 4)
-            if logger:
-                logger("dev/spearman", metrics["dev_spearman"], 0)
-            text = card(metrics["dev_spearman"])  # no data, params or training to state
-            if as_is:
-                copy_base(resolved.path, out_dir, text)
-            else:
-                save_encoder(model, out_dir, saved_length, text)
-        return metrics
 
-    model.max_seq_length = cfg["max_seq_length"]  # training truncation (SimCSE: 32)
-    # the cross-lingual paper freezes the embedding layer to keep zero-shot transfer;
-    # train_layers (top layers only) makes a causal-LM step cheaper (paracl.core.freeze)
-    metrics["trained_layers"] = freeze(
-        model[0].auto_model, cfg["train_layers"], cfg["freeze_embeddings"], TRAIN_LAYERS
-    )
-    module = LOSSES[spec.loss]
+def _save_base(target: _Target, as_is: bool, metrics: dict, logger) -> None:
+    """Loss `none`: the base scored on dev and saved with its card (no data, params or
+    training to state); a sentence-transformers base is copied as published."""
+    model = target.model
+    metrics["dev_spearman"] = round(target.dev_score(inference_model(model)), 4)
+    if logger:
+        logger("dev/spearman", metrics["dev_spearman"], 0)
+    text = target.card(metrics["dev_spearman"])
+    if as_is:
+        copy_base(target.resolved.path, target.out_dir, text)
+    else:
+        save_encoder(model, target.out_dir, target.saved_length, text)
+
+
+def _read_examples(
+    spec: MethodSpec, module, model, cfg: dict, seed: int, metrics: dict
+) -> tuple[Any, Any]:
+    """The training examples (a loss that builds its own, as EBSIM's triples, builds them
+    with the model) and, for `selection: dev_loss`, the held-out dev sample (else None)."""
     if hasattr(module, "examples"):
         examples = module.examples(spec.train_path, model, spec.params, cfg, seed)
         metrics["triples"] = examples["kind"].value_counts().sort_index().to_dict()
@@ -258,27 +305,37 @@ def train_method(
     if cfg["selection"] == "dev_loss":  # the PPDB paper's and EBSIM's dev sample
         examples, dev_examples = hold_out(examples, cfg["dev_loss_examples"], seed)
         metrics["dev_examples"] = len(dev_examples)
-    objective = module.objective(model, spec.params, cfg)
-    if "negative" in getattr(objective, "column_names", ()) and examples["negative"].isna().any():
-        raise InputError(f"{spec.train_path}: method {spec.name} needs a 'negative' for every row")
-    config = TrainConfig(
+    return examples, dev_examples
+
+
+def _train_config(cfg: dict, seed: int, mega_batch: int) -> TrainConfig:
+    """The trainer's settings from the run's train_contrastive keys."""
+    return TrainConfig(
         lr=cfg["lr"],
         epochs=cfg["epochs"],
         batch_size=cfg["batch_size"],
         mini_batch_size=cfg["mini_batch_size"],
         patience=cfg["patience"],
         seed=seed,
-        mega_batch=objective.mega_batch,
+        mega_batch=mega_batch,
         length_grouping=cfg["length_grouping"],
         precision=cfg.get("precision", TrainConfig.precision),  # top-level (run.train_config)
         **selection_config(cfg),
     )
+
+
+def _train(
+    target: _Target, examples, objective, config: TrainConfig, logger, checkpoint, dev_examples
+) -> TrainResult:
+    """trainer.train on the target's model; the kept weights' dev score when the run was
+    not selected on STS dev."""
+    model = target.model
     result = train(
         model,
         examples,
         objective,
         config,
-        dev_score,
+        target.dev_score,
         logger,
         objective.parameters(),
         checkpoint,
@@ -286,44 +343,62 @@ def train_method(
     )
     if result.best_dev is None:  # not selected on STS dev: the kept weights' score
         result.best_dev = parallel.main_value(
-            lambda: dev_score(inference_model(model)), model.device
+            lambda: target.dev_score(inference_model(model)), model.device
         )
-    metrics.update(
-        {
-            "loss": objective.name,
-            "examples": len(examples),
-            "steps": result.steps,
-            **precision_record(device, config.precision),  # auto resolves per machine
-            "skipped_steps": result.skipped_steps,  # fp16 overflow; 0 in bf16/fp32
-            "epochs_run": result.epochs_run,
-            "best_epoch": result.best_epoch,
-            "dev_spearman": round(result.best_dev, 4),
-            "first_loss": float(f"{result.losses[0]:.6g}"),
-            "last_loss": float(f"{result.losses[-1]:.6g}"),
-        }
-    )
-    if (cfg["selection"], cfg["sts_dev_every"]) != ("sts_dev", None):  # not the default rule
-        metrics["selection"] = cfg["selection"]
-        metrics["best_step"] = result.best_step if cfg["sts_dev_every"] else None
-    if parallel.is_main():
-        training = {
-            "loss": objective.name,
-            "steps": result.steps,
-            "epochs run": result.epochs_run,
-            "best epoch": result.best_epoch,
-        }
-        if metrics["trained_layers"] != "all":  # a default run's card stays as it was
-            training["layers trained"] = metrics["trained_layers"]
-        text = card(
-            metrics["dev_spearman"],
-            train_max_seq_length=cfg["max_seq_length"],
-            data=spec.train_path + (f" (tags {spec.tags})" if spec.tags else ""),
-            examples=len(examples),
-            params=card_params(spec, cfg, seed),
-            training=training,
-        )
-        save_encoder(model, out_dir, saved_length, text)
+    return result
+
+
+def _trained_metrics(
+    loss: str, examples: int, result: TrainResult, config: TrainConfig, device
+) -> dict:
+    """What a training run records besides its method and input."""
+    metrics = {
+        "loss": loss,
+        "examples": examples,
+        "steps": result.steps,
+        **precision_record(device, config.precision),  # auto resolves per machine
+        "skipped_steps": result.skipped_steps,  # fp16 overflow; 0 in bf16/fp32
+        "epochs_run": result.epochs_run,
+        "best_epoch": result.best_epoch,
+        "dev_spearman": round(result.best_dev, 4),
+        "first_loss": float(f"{result.losses[0]:.6g}"),
+        "last_loss": float(f"{result.losses[-1]:.6g}"),
+    }
+    if (config.selection, config.sts_dev_every) != ("sts_dev", None):  # not the default rule
+        metrics["selection"] = config.selection
+        metrics["best_step"] = result.best_step if config.sts_dev_every else None
     return metrics
+
+
+def _save_trained(
+    target: _Target,
+    cfg: dict,
+    seed: int,
+    metrics: dict,
+    examples: int,
+    loss: str,
+    result: TrainResult,
+) -> None:
+    """The trained encoder saved at its inference length, with a card that states its data,
+    params and training."""
+    spec = target.spec
+    training = {
+        "loss": loss,
+        "steps": result.steps,
+        "epochs run": result.epochs_run,
+        "best epoch": result.best_epoch,
+    }
+    if metrics["trained_layers"] != "all":  # a default run's card stays as it was
+        training["layers trained"] = metrics["trained_layers"]
+    text = target.card(
+        metrics["dev_spearman"],
+        train_max_seq_length=cfg["max_seq_length"],
+        data=spec.train_path + (f" (tags {spec.tags})" if spec.tags else ""),
+        examples=examples,
+        params=card_params(spec, cfg, seed),
+        training=training,
+    )
+    save_encoder(target.model, target.out_dir, target.saved_length, text)
 
 
 def selection_config(cfg: dict) -> dict:

@@ -21,7 +21,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 
 from paracl.core.device import DEFAULT_PRECISION, autocast
-from paracl.parts.encoder.build import embed
+from paracl.parts.encoder.forward import embed
 
 SELECTIONS = ("sts_dev", "dev_loss", "none")
 

@@ -1,6 +1,6 @@
 """Tokenize each training text once, not at every step: the trainer's token cache.
 
-A step embeds its batch's texts (paracl.parts.encoder.build.embed: sentence-transformers'
+A step embeds its batch's texts (paracl.parts.encoder.forward.embed: sentence-transformers'
 `preprocess`, then the model). Unsupervised SimCSE's anchor and positive are one text,
 every epoch sees every text again, and on a small model the tokenizer and
 sentence-transformers' input checks are a tenth of the step (bench/bench_training.py). So
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 import torch
 from sentence_transformers import SentenceTransformer
 
-from paracl.parts.encoder.build import default_prompt
+from paracl.parts.encoder.forward import default_prompt
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ def to_device(feats: dict, device: torch.device) -> dict:
 
 
 def embed_cached(tokens: TokenCache, texts: list[str]) -> torch.Tensor:
-    """Sentence embeddings with autograd, as paracl.parts.encoder.build.embed gives them,
+    """Sentence embeddings with autograd, as paracl.parts.encoder.forward.embed gives them,
     from the token cache."""
     feats = to_device(tokens.features(texts), tokens.model.device)
     return tokens.model(feats)["sentence_embedding"]

@@ -57,7 +57,8 @@ from paracl.core.device import (
     seed_everything,
 )
 from paracl.core.distributed.gather import gather_columns, world_size
-from paracl.parts.encoder.build import embed, inference_model
+from paracl.parts.encoder.build import inference_model
+from paracl.parts.encoder.forward import embed
 from paracl.parts.training import parallel
 from paracl.parts.training.checkpoint import (
     Checkpoint,
@@ -267,114 +268,172 @@ def train(
     killed run ends with the weights and curves of an uninterrupted one. `dev_examples`:
     the held-out sample `selection: dev_loss` scores (selection.hold_out)."""
     seed_everything(config.seed + parallel.rank())  # ranks draw their own dropout masks
-    device = model.device
-    extra = list(extra_params or [])
-    params = [p for p in model.parameters() if p.requires_grad] + extra
-    parallel.sync_parameters(params)
-
-    def loss_fn(reps: list[torch.Tensor]) -> torch.Tensor:
-        """The loss over the global batch: every rank's rows (identity with one process)."""
-        return objective.loss(gather_columns(reps))
-
-    optimizer = adamw(params, lr=config.lr, weight_decay=config.weight_decay)
-    scaler = grad_scaler(device, precision=config.precision)
-    lengths = token_lengths(model, examples) if config.length_grouping else None
-    per_epoch = len(_batches(len(examples), config.batch_size, config.seed, 0, lengths))
-    if per_epoch == 0:
-        raise ValueError(f"{len(examples)} examples make no batch of >= 2")
-    total = per_epoch * config.epochs
-    scheduler = get_linear_schedule_with_warmup(optimizer, 0, total)
-    mini = config.mini_batch_size or config.batch_size
-    mega = max(1, config.mega_batch)
-    progress = _Progress(TrainResult())
-    select = _Selector(config, model, objective, dev_score, dev_examples, total)
-
-    def record(key: str, value: float, step: int) -> None:
-        progress.logged.append((key, value, step))
-        if logger:
-            logger(key, value, step)
-
-    def save(prepared: pd.DataFrame | None) -> None:
-        """All ranks (their RNG states are gathered); rank 0 writes."""
-        losses.flush()
-        state = _capture(model, extra, optimizer, scheduler, scaler, progress, prepared)
-        if parallel.is_main():
-            checkpoint.save(state)
-
-    resumed_group = _restore(
-        checkpoint, model, extra, optimizer, scheduler, scaler, progress, record
-    )
-    result = progress.result
-    losses = _LossLog(result, record)
-    tokens = _token_cache(model, objective, examples)
-    start_epoch, start_batch = progress.epoch, progress.batch
+    loop = _Loop(model, examples, objective, config, extra_params, checkpoint, logger)
+    loop.select = _Selector(config, model, objective, dev_score, dev_examples, loop.total)
+    loop.resume()
+    progress = loop.progress
     with sigterm_requests(checkpoint is not None) as requested:
-        for epoch in range(start_epoch, config.epochs):
-            model.train()
-            batches = _batches(len(examples), config.batch_size, config.seed, epoch, lengths)
-            first = start_batch if epoch == start_epoch else 0  # steps done before a resume
-            bar = tqdm(
-                total=len(batches),
-                initial=first,
-                desc=f"epoch {epoch + 1}",
-                leave=False,
-                mininterval=5,
-                disable=not parallel.is_main(),
-            )
-            for m0 in range(0, len(batches), mega):
-                group = batches[m0 : m0 + mega]
-                if m0 + len(group) <= first:
-                    continue
-                if resumed_group is not None:  # stopped inside this mega-batch: as mined then
-                    prepared, resumed_group = resumed_group, None
-                else:
-                    flat = [i for b in group for i in b]
-                    prepared = objective.prepare(examples.iloc[flat].reset_index(drop=True), model)
-                offset = 0
-                for j, b in enumerate(group):
-                    batch = prepared.iloc[offset : offset + len(b)]
-                    offset += len(b)
-                    if m0 + j < first:
-                        continue
-                    optimizer.zero_grad(set_to_none=True)
-                    loss = _step(
-                        model, objective, batch, mini, device, loss_fn, scaler, config.precision,
-                        tokens,
-                    )  # fmt: skip
-                    parallel.average_gradients(params)
-                    if not optimizer_step(optimizer, scaler, params, config.max_grad_norm):
-                        result.skipped_steps += 1
-                    scheduler.step()
-                    result.steps += 1
-                    result.examples_seen += len(batch)
-                    losses.add(loss, result.steps)
-                    bar.update(1)
-                    progress.epoch, progress.batch = epoch, m0 + j + 1
-                    select.after_step(progress, record, epoch)
-                    if checkpoint is None:
-                        continue
-                    # every rank stops at the same step when any of them got SIGTERM
-                    stop = parallel.mean_over_ranks(float(requested()), device) > 0
-                    if stop or checkpoint.due(result.steps):
-                        inside = progress.batch % mega != 0 and progress.batch < len(batches)
-                        save(prepared if inside else None)
-                    if stop:
-                        bar.close()
-                        if world_size() > 1:  # rank 0 has written it before any rank exits
-                            torch.distributed.barrier()
-                        raise TrainingInterrupted(
-                            f"SIGTERM: stopped after step {result.steps}; checkpoint saved in "
-                            f"{checkpoint.dir}; run the stage again to resume"
-                        )
-            bar.close()
-            losses.flush()
-            result.epochs_run = epoch + 1
-            progress.epoch, progress.batch = epoch + 1, 0
-            if select.after_epoch(progress, record, epoch):
+        for epoch in range(loop.start_epoch, config.epochs):
+            loop.run_epoch(epoch, requested)
+            if loop.end_epoch(epoch):
                 break
     if progress.best_state is not None:
         model.load_state_dict(progress.best_state)
-    return result
+    return progress.result
+
+
+class _Loop:
+    """One run's training objects and the parts of its loop: `run_epoch` runs an epoch's
+    steps, `step` one optimiser step, `checkpoint` saves after a step (and stops on
+    SIGTERM), `end_epoch` flushes the losses and applies the epoch's model selection."""
+
+    select: _Selector  # set by train once the step count (`total`) is known, before resume
+
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        examples: pd.DataFrame,
+        objective,
+        config: TrainConfig,
+        extra_params: list[torch.nn.Parameter] | None,
+        checkpoint: Checkpoint | None,
+        logger: Logger | None,
+    ):
+        self.model, self.examples, self.objective, self.config = model, examples, objective, config
+        self.checkpoint_to, self.logger, self.device = checkpoint, logger, model.device
+        self.extra = list(extra_params or [])
+        self.params = [p for p in model.parameters() if p.requires_grad] + self.extra
+        parallel.sync_parameters(self.params)
+        self.optimizer = adamw(self.params, lr=config.lr, weight_decay=config.weight_decay)
+        self.scaler = grad_scaler(self.device, precision=config.precision)
+        self.lengths = token_lengths(model, examples) if config.length_grouping else None
+        per_epoch = len(self.batches(0))
+        if per_epoch == 0:
+            raise ValueError(f"{len(examples)} examples make no batch of >= 2")
+        self.total = per_epoch * config.epochs
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, 0, self.total)
+        self.mini = config.mini_batch_size or config.batch_size
+        self.mega = max(1, config.mega_batch)
+        self.progress = _Progress(TrainResult())
+
+    def resume(self) -> None:
+        """Load the checkpoint's state, if any; then the loss log and the token cache."""
+        self.resumed_group = _restore(
+            self.checkpoint_to, self.model, self.extra, self.optimizer, self.scheduler,
+            self.scaler, self.progress, self.record,
+        )  # fmt: skip
+        self.result = self.progress.result
+        self.losses = _LossLog(self.result, self.record)
+        self.tokens = _token_cache(self.model, self.objective, self.examples)
+        self.start_epoch, self.start_batch = self.progress.epoch, self.progress.batch
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        config = self.config
+        return _batches(len(self.examples), config.batch_size, config.seed, epoch, self.lengths)
+
+    def record(self, key: str, value: float, step: int) -> None:
+        self.progress.logged.append((key, value, step))
+        if self.logger:
+            self.logger(key, value, step)
+
+    def loss(self, reps: list[torch.Tensor]) -> torch.Tensor:
+        """The loss over the global batch: every rank's rows (identity with one process)."""
+        return self.objective.loss(gather_columns(reps))
+
+    def run_epoch(self, epoch: int, requested: Callable[[], bool]) -> None:
+        """The epoch's steps, a mega-batch at a time (prepared, i.e. mined, at its start);
+        after a resume, the steps done before it are skipped."""
+        self.model.train()
+        batches = self.batches(epoch)
+        first = self.start_batch if epoch == self.start_epoch else 0  # steps done before a resume
+        bar = tqdm(
+            total=len(batches),
+            initial=first,
+            desc=f"epoch {epoch + 1}",
+            leave=False,
+            mininterval=5,
+            disable=not parallel.is_main(),
+        )
+        for m0 in range(0, len(batches), self.mega):
+            group = batches[m0 : m0 + self.mega]
+            if m0 + len(group) <= first:
+                continue
+            prepared = self.prepare(group)
+            offset = 0
+            for j, b in enumerate(group):
+                batch = prepared.iloc[offset : offset + len(b)]
+                offset += len(b)
+                if m0 + j < first:
+                    continue
+                self.step(batch)
+                bar.update(1)
+                self.progress.epoch, self.progress.batch = epoch, m0 + j + 1
+                self.select.after_step(self.progress, self.record, epoch)
+                self.checkpoint(prepared, len(batches), requested, bar)
+        bar.close()
+
+    def prepare(self, group: list[list[int]]) -> pd.DataFrame:
+        """The mega-batch's rows as the objective prepares them (mining)."""
+        if self.resumed_group is not None:  # stopped inside this mega-batch: as mined then
+            prepared, self.resumed_group = self.resumed_group, None
+            return prepared
+        flat = [i for b in group for i in b]
+        return self.objective.prepare(self.examples.iloc[flat].reset_index(drop=True), self.model)
+
+    def step(self, batch: pd.DataFrame) -> None:
+        """One optimiser step on a global batch: forward and backward (`_step`), gradients
+        averaged over ranks, the update (fp16's scaler skips one that overflowed)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = _step(
+            self.model, self.objective, batch, self.mini, self.device, self.loss, self.scaler,
+            self.config.precision, self.tokens,
+        )  # fmt: skip
+        parallel.average_gradients(self.params)
+        if not optimizer_step(self.optimizer, self.scaler, self.params, self.config.max_grad_norm):
+            self.result.skipped_steps += 1
+        self.scheduler.step()
+        self.result.steps += 1
+        self.result.examples_seen += len(batch)
+        self.losses.add(loss, self.result.steps)
+
+    def checkpoint(
+        self, prepared: pd.DataFrame, n_batches: int, requested: Callable[[], bool], bar
+    ) -> None:
+        """After a step, with a Checkpoint: save every `checkpoint.every` steps, and on
+        SIGTERM (any rank's) save and raise TrainingInterrupted."""
+        checkpoint, progress, result = self.checkpoint_to, self.progress, self.result
+        if checkpoint is None:
+            return
+        # every rank stops at the same step when any of them got SIGTERM
+        stop = parallel.mean_over_ranks(float(requested()), self.device) > 0
+        if stop or checkpoint.due(result.steps):
+            inside = progress.batch % self.mega != 0 and progress.batch < n_batches
+            self.save(prepared if inside else None)
+        if stop:
+            bar.close()
+            if world_size() > 1:  # rank 0 has written it before any rank exits
+                torch.distributed.barrier()
+            raise TrainingInterrupted(
+                f"SIGTERM: stopped after step {result.steps}; checkpoint saved in "
+                f"{checkpoint.dir}; run the stage again to resume"
+            )
+
+    def save(self, prepared: pd.DataFrame | None) -> None:
+        """All ranks (their RNG states are gathered); rank 0 writes."""
+        self.losses.flush()
+        state = _capture(
+            self.model, self.extra, self.optimizer, self.scheduler, self.scaler, self.progress,
+            prepared,
+        )  # fmt: skip
+        if parallel.is_main():
+            self.checkpoint_to.save(state)
+
+    def end_epoch(self, epoch: int) -> bool:
+        """The epoch's losses recorded and its model selection; True: stop early."""
+        self.losses.flush()
+        self.result.epochs_run = epoch + 1
+        self.progress.epoch, self.progress.batch = epoch + 1, 0
+        return self.select.after_epoch(self.progress, self.record, epoch)
 
 
 class _Selector:
