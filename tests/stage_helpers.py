@@ -101,30 +101,26 @@ def rank_titled_corpus(root: Path, params: dict) -> None:
 
 
 def crash_then_resume(
-    owner: type | ModuleType,
+    owner: type,
     fn_name: str,
     run: Callable[[], object],
     crash_at: int,
     out: str | Path | None = None,
 ) -> list[int]:
-    """run() with a stage's shard work failing at shard `crash_at` (and, if given,
-    nothing published at `out`), then run() again; return the shard indices the second
-    run computed. The work is a job class's `process(state, shard)` (`fn_name`
-    "process") or a module's `fn(frame, index)`; the real one is put back afterwards."""
+    """run() with a stage's ShardJob class `owner` failing in `fn_name` ("process") at
+    shard `crash_at` (and, if given, nothing published at `out`), then run() again;
+    return the shard indices the second run computed. The real method is put back."""
     real = getattr(owner, fn_name)
     calls: list[int] = []
 
-    def index(args: tuple) -> int:
-        return args[-1].index if fn_name == "process" else args[1]
-
-    def crashing(*args):
-        if index(args) == crash_at:
+    def crashing(job, state, shard):
+        if shard.index == crash_at:
             raise RuntimeError("killed")
-        return real(*args)
+        return real(job, state, shard)
 
-    def counting(*args):
-        calls.append(index(args))
-        return real(*args)
+    def counting(job, state, shard):
+        calls.append(shard.index)
+        return real(job, state, shard)
 
     try:
         setattr(owner, fn_name, crashing)

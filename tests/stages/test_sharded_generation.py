@@ -119,7 +119,7 @@ def test_corrupt_resumes_and_ray_writes_the_local_bytes(tmp_path, monkeypatch, e
         }
     )
     out = "data/negatives/negatives.parquet"
-    check_stage("corrupt", negatives_sharded, "corrupt_shard", params, out, 3, engine)
+    check_stage("corrupt", negatives_sharded.CorruptJob, "process", params, out, 3, engine)
     sharded = json.loads(Path("metrics/negatives.json").read_text())
     # the per-shard counts, summed, equal one shard's counts over the whole input
     run_stage("corrupt", base_params(corrupt={**params["corrupt"], "shard_size": 100}))

@@ -141,7 +141,7 @@ def test_ppdb_substitute_resumes_after_a_crash(ppdb_dir):
     run_stage("ppdb_substitute", params)
     clean = manifest("data/ppdb/candidates.parquet")
     calls = crash_then_resume(
-        substitute, "substitute_shard", lambda: run_stage("ppdb_substitute", params), 2
+        substitute.SubstituteJob, "process", lambda: run_stage("ppdb_substitute", params), 2
     )
     assert calls == [2, 3, 4]  # shards 0 and 1 were kept
     assert manifest("data/ppdb/candidates.parquet") == clean
@@ -215,7 +215,9 @@ def test_rank_fluency_resumes_after_a_crash(fluency_dir, tiny_gpt2):
     params = _fluency_params(tiny_gpt2, LOCAL)
     run_stage("rank_fluency", params)
     clean = manifest("data/ppdb/pairs.parquet")
-    calls = crash_then_resume(fluency, "rank_shard", lambda: run_stage("rank_fluency", params), 1)
+    calls = crash_then_resume(
+        fluency.RankJob, "process", lambda: run_stage("rank_fluency", params), 1
+    )
     assert calls == [1, 2, 3]
     assert manifest("data/ppdb/pairs.parquet") == clean
 

@@ -1,12 +1,12 @@
 """The corrupt stage's per-shard work, for paracl.core.distributed.sharded.map_shards.
 
-`init_worker` runs once per worker (a Ray actor, or the driver process locally): it
+`CorruptJob.setup` runs once per worker (a Ray actor, or the driver process locally): it
 loads the spaCy / GiNZA noun-chunk pipeline and the filler: T5 (an encoder-decoder, by
 its config) or a causal LM (paracl.parts.filler.causal). The filler is the directory the
 adapt_filler stage wrote (models/filler: the adapted model, or for a causal LM left as it
 is only its paracl_filler.json naming it, resolved here), or `unadapted`: the
-adapt_filler.model of the language as it is, for the adaptation ablation. `corrupt_shard`
-turns one shard of anchors into negative rows; the shard's counts (skipped, dropped, …) travel
+adapt_filler.model of the language as it is, for the adaptation ablation.
+`CorruptJob.process` turns one shard of anchors into negative rows; the shard's counts (skipped, dropped, …) travel
 with the rows as `frame.attrs["paracl_stats"]`, which pyarrow stores in the shard file's
 pandas metadata, so a resumed run still has the counts of the shards it did not redo
 (`shard_stats` reads them back; `pipeline.merge_stats` sums them).
@@ -24,6 +24,7 @@ against a reference corpus (Wikipedia).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -31,7 +32,7 @@ import pyarrow.parquet as pq
 
 from paracl.core import schemas
 from paracl.core.device import DEFAULT_PRECISION, seed_everything
-from paracl.core.distributed.sharded import CountedShards, Engine, map_shards, stream_shards
+from paracl.core.distributed.sharded import CountedShards, Engine, Shard, map_shards, stream_shards
 from paracl.core.errors import InputError
 from paracl.core.io import fingerprint, input_checksum, iter_batches, read_json, read_parquet
 from paracl.core.models import check_model_dir, describe_model, is_built, resolve_model
@@ -45,46 +46,46 @@ from paracl.parts.filler.pipeline import CorruptConfig, corrupt, merge_stats
 log = logging.getLogger(__name__)
 
 STATS_KEY = "paracl_stats"
-_STATE: dict = {}  # per worker process: nlp, filler, config
-_PIPELINES: dict = {}  # spaCy pipelines by lang (packaged, never change: kept)
 
 
-def init_worker(
-    model: str,
-    lang: str,
-    device: str,
-    threads: int | None,
-    cfg: CorruptConfig,
-    causal: bool = False,
-    seed: int = 0,
-    precision: str = DEFAULT_PRECISION,
-) -> None:
-    """Load the chunker and the filler (from `model`, a directory the worker can read)."""
-    import torch
+@dataclass(frozen=True)
+class CorruptJob:
+    """The stage's shard worker (paracl.core.distributed.executor.ShardJob)."""
 
-    from paracl.core.device import select_device
-    from paracl.parts.filler.causal import CausalFiller
-    from paracl.parts.filler.chunks import load_pipeline
-    from paracl.parts.filler.generate import T5Filler
+    model: str  # a directory the worker can read
+    lang: str
+    device: str
+    threads: int | None
+    cfg: CorruptConfig
+    causal: bool = False
+    seed: int = 0
+    precision: str = DEFAULT_PRECISION
 
-    if threads:
-        torch.set_num_threads(threads)
-    if lang not in _PIPELINES:
-        _PIPELINES[lang] = load_pipeline(lang)
-    dev = select_device(device)
-    if causal:
-        filler = CausalFiller(model, dev, cfg.sampling(), seed, precision)
-    else:
-        filler = T5Filler(model, dev, precision)
-    _STATE.clear()
-    _STATE.update(nlp=_PIPELINES[lang], filler=filler, cfg=cfg)
+    def setup(self) -> tuple:
+        """(noun-chunk pipeline, filler), loaded on `threads` torch threads."""
+        import torch
 
+        from paracl.core.device import select_device
+        from paracl.parts.filler.causal import CausalFiller
+        from paracl.parts.filler.chunks import load_pipeline
+        from paracl.parts.filler.generate import T5Filler
 
-def corrupt_shard(frame: pd.DataFrame, index: int) -> pd.DataFrame:
-    """map_shards fn: hard-negative rows of one shard of (id, text) anchors."""
-    rows, stats = corrupt(frame, _STATE["nlp"], _STATE["filler"], _STATE["cfg"])
-    rows.attrs[STATS_KEY] = stats
-    return rows
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        nlp = load_pipeline(self.lang)
+        dev = select_device(self.device)
+        if self.causal:
+            filler = CausalFiller(self.model, dev, self.cfg.sampling(), self.seed, self.precision)
+        else:
+            filler = T5Filler(self.model, dev, self.precision)
+        return nlp, filler
+
+    def process(self, loaded: tuple, shard: Shard) -> pd.DataFrame:
+        """Hard-negative rows of one shard of (id, text) anchors, its counts in attrs."""
+        nlp, filler = loaded
+        rows, stats = corrupt(shard.rows, nlp, filler, self.cfg)
+        rows.attrs[STATS_KEY] = stats
+        return rows
 
 
 def shard_stats(out: str | Path) -> list[dict]:
@@ -153,10 +154,10 @@ def corrupt_corpus(
         stream_shards(iter_sample(corpus, cfg["max_sentences"], seed, lang), cfg["shard_size"])
     )
     meta = {"model": info, "chunker": PIPELINES[lang], "lang": lang, "seed": seed, "params": cfg}
-    init_args = (str(path), lang, params["device"], cfg["threads"], config, causal, seed,
-                 params["precision"])  # fmt: skip
+    job = CorruptJob(str(path), lang, params["device"], cfg["threads"], config, causal, seed,
+                     params["precision"])  # fmt: skip
     manifest = map_shards(
-        corrupt_shard,
+        job,
         anchors,
         out=out,
         schema=schemas.NEGATIVES,
@@ -164,8 +165,6 @@ def corrupt_corpus(
         engine=Engine.from_params(params),
         metadata=meta,
         model=True,
-        init=init_worker,
-        init_args=init_args,
         desc="corrupt shards",
     )
     if anchors.rows == 0:

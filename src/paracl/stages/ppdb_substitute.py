@@ -21,11 +21,11 @@ keeps its exact spelling and spacing; English spacing around the new phrase come
 sacremoses' MosesDetokenizer, Japanese is joined without spaces.
 
 `substitute_corpus` is the ppdb_substitute stage's work: the θ filter (Figure 2), then
-`substitute_shard` over the corpus in resumable shards of `shard_size` sentences
-(paracl.core.distributed.sharded, on `workers` processes or Ray tasks), and the metrics that
-say what was kept, matched and why nothing was. The kept rules reach every worker
-through the initializer, which builds the rule index once per worker process; the
-driver holds the rule table and index and one corpus shard per task in flight.
+`SubstituteJob` over the corpus in resumable shards of `shard_size` sentences
+(paracl.core.distributed.sharded, on `workers` processes or Ray actors), and the metrics
+that say what was kept, matched and why nothing was. The kept rules reach every worker
+with the job, whose setup builds the rule index once per worker; the driver holds the
+rule table and index and one corpus shard per task in flight.
 """
 
 from __future__ import annotations
@@ -40,7 +40,13 @@ from functools import lru_cache
 import pandas as pd
 
 from paracl.core import schemas
-from paracl.core.distributed.sharded import CountedShards, Engine, map_shards, parquet_shards
+from paracl.core.distributed.sharded import (
+    CountedShards,
+    Engine,
+    Shard,
+    map_shards,
+    parquet_shards,
+)
 from paracl.core.errors import InputError
 from paracl.core.io import fingerprint, input_checksum, iter_parts
 from paracl.core.languages import profile
@@ -286,49 +292,36 @@ def candidate_rows(
 
 # ---------------------------------------------------------------- sharded stage worker
 
-_WORKER: dict = {}  # per worker process: the rule index, built once (see init_worker)
+CANDIDATE_COLUMNS = [
+    "id",
+    "text",
+    "candidate",
+    "rule_sources",
+    "rule_targets",
+    "rule_probs",
+    "n_candidates",
+]
 
 
-def init_worker(
-    key: str,
-    rules: pd.DataFrame,
-    lang: str,
-    max_words: int,
-    max_candidates: int,
-    max_substitutions: int,
-) -> None:
-    """Build the rule index in this worker once. Ray re-runs the initializer before each
-    task, so a worker that already holds the index for `key` returns at once."""
-    if _WORKER.get("key") == key:
-        return
-    _WORKER.clear()
-    _WORKER.update(
-        key=key,
-        index=RuleIndex(rules, lang, max_words),
-        max_candidates=max_candidates,
-        max_substitutions=max_substitutions,
-    )
+@dataclass(frozen=True)
+class SubstituteJob:
+    """The stage's shard worker (paracl.core.distributed.executor.ShardJob): the rule
+    index built once per worker from the kept rules, then the candidates of each shard."""
 
+    rules: pd.DataFrame  # the kept rules' source, target, prob
+    lang: str
+    max_words: int
+    max_candidates: int
+    max_substitutions: int
 
-def substitute_shard(sentences: pd.DataFrame, index: int) -> pd.DataFrame:
-    """map_shards function: the candidates of one shard of corpus sentences
-    (schemas.PPDB_CANDIDATES columns); depends only on the rows and the init."""
-    rows = candidate_rows(
-        sentences,
-        _WORKER["index"],
-        _WORKER["max_candidates"],
-        _WORKER["max_substitutions"],
-    )
-    columns = [
-        "id",
-        "text",
-        "candidate",
-        "rule_sources",
-        "rule_targets",
-        "rule_probs",
-        "n_candidates",
-    ]
-    return pd.DataFrame(list(rows), columns=columns)
+    def setup(self) -> RuleIndex:
+        return RuleIndex(self.rules, self.lang, self.max_words)
+
+    def process(self, index: RuleIndex, shard: Shard) -> pd.DataFrame:
+        """The candidates of one shard of corpus sentences (schemas.PPDB_CANDIDATES
+        columns); depends only on the rows and the rules."""
+        rows = candidate_rows(shard.rows, index, self.max_candidates, self.max_substitutions)
+        return pd.DataFrame(list(rows), columns=CANDIDATE_COLUMNS)
 
 
 # ---------------------------------------------------------------- the stage's driver
@@ -380,23 +373,21 @@ def substitute_corpus(
         "ppdb_substitute", cfg, lang, theta, input_checksum(corpus), input_checksum(spec["path"])
     )
     sentences = CountedShards(parquet_shards(corpus, cfg["shard_size"], schemas.CORPUS))
+    job = SubstituteJob(
+        kept[["source", "target", "prob"]],
+        lang,
+        max_words,
+        cfg["max_candidates"],
+        cfg["max_substitutions"],
+    )
     manifest = map_shards(
-        substitute_shard,
+        job,
         sentences,
         out=out,
         schema=schemas.PPDB_CANDIDATES,
         key=key,
         engine=engine,
         metadata=meta,
-        init=init_worker,
-        init_args=(
-            key,
-            kept[["source", "target", "prob"]],
-            lang,
-            max_words,
-            cfg["max_candidates"],
-            cfg["max_substitutions"],
-        ),
         desc="ppdb_substitute",
     )
     n_cands = manifest["rows"]

@@ -20,7 +20,7 @@ was seen between two fresh runs), and the digits past float32 precision are nois
 would make the same params give different bytes.
 
 `rank_candidates` is the rank_fluency stage's work: the candidates grouped by sentence
-into shards (`paracl.core.distributed.sharded`), `rank_shard` on each (in the driver with the
+into shards (`paracl.core.distributed.sharded`), `RankJob` on each (in the driver with the
 local executor, on `model_workers` Ray actors each loading the LM once with `executor:
 ray`), and the metrics. The driver holds one shard per task in flight and, for the
 median in the metrics, one perplexity per pair.
@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +42,14 @@ from tqdm import tqdm
 
 from paracl.core import schemas
 from paracl.core.device import DEFAULT_PRECISION, autocast, seed_everything, select_device
-from paracl.core.distributed.sharded import CountedShards, Engine, group_shards, map_shards, prepend
+from paracl.core.distributed.sharded import (
+    CountedShards,
+    Engine,
+    Shard,
+    group_shards,
+    map_shards,
+    prepend,
+)
 from paracl.core.io import fingerprint, input_checksum, iter_batches, iter_parts
 from paracl.core.models import ResolvedModel, check_model_dir
 
@@ -186,33 +194,30 @@ def choose(cands: pd.DataFrame, perplexity: Sequence[float] | np.ndarray) -> pd.
 
 # ---------------------------------------------------------------- sharded stage worker
 
-_WORKER: dict = {}  # per worker (process or Ray actor): the loaded scorer
 
+@dataclass(frozen=True)
+class RankJob:
+    """The stage's shard worker (paracl.core.distributed.executor.ShardJob): the LM
+    loaded once per worker (a Ray actor, or the driver process locally)."""
 
-def init_worker(
-    model_path: str,
-    device: str,
-    batch_size: int,
-    max_batch_tokens: int,
-    seed: int,
-    precision: str = DEFAULT_PRECISION,
-) -> None:
-    """Load the LM once per worker (a Ray actor calls this once; a local run once)."""
-    settings = (str(model_path), device, batch_size, max_batch_tokens, seed, precision)
-    if _WORKER.get("settings") == settings:
-        return
-    seed_everything(seed)
-    dev = select_device(device)
-    scorer = PerplexityScorer(model_path, dev, batch_size, max_batch_tokens, precision)
-    _WORKER.clear()
-    _WORKER.update(settings=settings, scorer=scorer)
+    model_path: str
+    device: str
+    batch_size: int
+    max_batch_tokens: int
+    seed: int
+    precision: str = DEFAULT_PRECISION
 
+    def setup(self) -> PerplexityScorer:
+        seed_everything(self.seed)
+        dev = select_device(self.device)
+        return PerplexityScorer(
+            self.model_path, dev, self.batch_size, self.max_batch_tokens, self.precision
+        )
 
-def rank_shard(cands: pd.DataFrame, index: int) -> pd.DataFrame:
-    """map_shards function: the best candidate of each sentence of one shard (all of a
-    sentence's candidates are in the same shard; schemas.PPDB_PAIRS columns)."""
-    ppl = _WORKER["scorer"].score(cands["candidate"].tolist())
-    return choose(cands, ppl)
+    def process(self, scorer: PerplexityScorer, shard: Shard) -> pd.DataFrame:
+        """The best candidate of each sentence of one shard (all of a sentence's
+        candidates are in the same shard; schemas.PPDB_PAIRS columns)."""
+        return choose(shard.rows, scorer.score(shard.rows["candidate"].tolist()))
 
 
 # ---------------------------------------------------------------- the stage's driver
@@ -243,9 +248,17 @@ def rank_candidates(
         model.describe(),
         input_checksum(candidates),
     )
-    scored, empty, notes = _shards(candidates, cfg["shard_size"], cfg["max_sentences"], model)
+    scored, notes = _shards(candidates, cfg["shard_size"], cfg["max_sentences"], model)
+    job = RankJob(
+        str(Path(model.path).resolve()),  # Ray workers run in another cwd
+        params["device"],
+        cfg["batch_size"],
+        cfg["max_batch_tokens"][lang],
+        params["seed"],
+        params["precision"],
+    )
     manifest = map_shards(
-        rank_shard,
+        job,
         scored,
         out=out,
         schema=schemas.PPDB_PAIRS,
@@ -259,16 +272,7 @@ def rank_candidates(
             "theta": upstream.get("theta"),
             "lang": lang,
         },
-        model=True,
-        init=None if empty else init_worker,  # nothing to score: no model load
-        init_args=(
-            str(Path(model.path).resolve()),  # Ray workers run in another cwd
-            params["device"],
-            cfg["batch_size"],
-            cfg["max_batch_tokens"][lang],
-            params["seed"],
-            params["precision"],
-        ),
+        model=True,  # no shard (no candidates): the model is never loaded
         desc="rank_fluency",
     )
     ppl = perplexities(out) if manifest["rows"] else np.zeros(0)
@@ -280,9 +284,9 @@ def rank_candidates(
 
 def _shards(
     candidates: str, shard_size: int, max_sentences: int | None, model: ResolvedModel
-) -> tuple[CountedShards, bool, list[str]]:
-    """The candidates in shards of whole sentences (the first `max_sentences`); True when
-    there is none, with a note that says so."""
+) -> tuple[CountedShards, list[str]]:
+    """The candidates in shards of whole sentences (the first `max_sentences`), and a
+    note when there is none."""
     batches = iter_batches(candidates, batch_size=8192, schema=schemas.PPDB_CANDIDATES)
     shards = group_shards(batches, shard_size, key="id", max_groups=max_sentences)
     first = next(shards, None)
@@ -293,7 +297,7 @@ def _shards(
     else:
         log.info("ranking candidates with %s", model)
     scored = CountedShards(() if first is None else prepend(first, shards), key="id")
-    return scored, first is None, notes
+    return scored, notes
 
 
 def _metrics(

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -100,23 +100,6 @@ class Shard:
     rows: pd.DataFrame
 
 
-@dataclass(frozen=True)
-class FunctionJob:
-    """A ShardJob from a module-level `fn(rows, index)` and `init(*init_args)`: the
-    adapter for stages not yet written as a job (corrupt, rank_fluency, ppdb_substitute)."""
-
-    fn: Callable[[pd.DataFrame, int], pd.DataFrame]
-    init: Callable | None = None
-    init_args: tuple = ()
-
-    def setup(self) -> None:
-        if self.init is not None:
-            self.init(*self.init_args)
-
-    def process(self, state: None, shard: Shard) -> pd.DataFrame:
-        return self.fn(shard.rows, shard.index)
-
-
 def _part(index: int) -> str:
     return f"part-{index:05d}"
 
@@ -130,7 +113,7 @@ def _workers(engine: Engine, model: bool) -> int:
 
 
 def map_shards(
-    job: ShardJob | Callable[[pd.DataFrame, int], pd.DataFrame],
+    job: ShardJob,
     shards: Iterable[pd.DataFrame],
     *,
     out: str | Path,
@@ -140,8 +123,6 @@ def map_shards(
     metadata: dict | None = None,
     model: bool = False,
     desc: str = "shards",
-    init: Callable | None = None,
-    init_args: tuple = (),
 ) -> dict:
     """Write `job.process(state, Shard(i, rows))` for every input shard i as the shard
     directory `out`; return its manifest (rows per shard, checksums). The artifact is
@@ -157,8 +138,6 @@ def map_shards(
     input or model leaves nothing behind. An empty input starts no worker: it gives a
     valid, empty artifact with the schema.
     """
-    if not hasattr(job, "process"):  # a function: see FunctionJob
-        job = FunctionJob(job, init, init_args)
     stream = iter(shards)
     first = list(itertools.islice(stream, 1))
     cache = ShardCache(out, key)
