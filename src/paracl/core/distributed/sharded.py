@@ -52,7 +52,7 @@ class Engine:
 
     executor: str = "local"
     ray_address: str | None = None
-    workers: int = 1  # CPU stages: processes (local) or Ray tasks in flight
+    workers: int = 1  # CPU stages: processes (local) or Ray actors
     model_workers: int = 1  # model stages on Ray: actors, each holding the model
     gpus_per_model_worker: float = 1.0  # per actor, where the cluster has GPUs
 

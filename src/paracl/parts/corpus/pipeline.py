@@ -18,7 +18,7 @@ everything else together:
 
 Results are consumed in submission order and documents are never split across
 shards, so the output is the same bytes for any number of workers and shard size, and
-for either executor (a local process pool or Ray tasks, paracl.core.distributed.executor).
+for either executor (local worker processes or Ray actors, paracl.core.distributed.executor).
 Both phases run as one `CorpusJob` (langdetect seeded once per worker). With a
 `ShardCache` each shard's split result and each langdetect block is saved as it is
 consumed; a rerun after a crash loads them instead of recomputing (same bytes out).
@@ -220,7 +220,7 @@ def prepare_corpus(
     """Run the whole stage: write the sentences to `out` (schemas.CORPUS, atomically);
     return the metrics.
 
-    `workers` processes (local) or Ray tasks in flight split/tokenise shards of about
+    `workers` processes (local) or Ray actors split/tokenise shards of about
     `shard_size` paragraphs and then run langdetect; neither these nor `executor`
     change the result. With `cache` (keyed by `cache_key`), finished shards survive a
     crash and are not recomputed by the rerun; without, a temporary one is used.
