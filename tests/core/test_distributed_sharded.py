@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,15 @@ class FailsAt2(Shout):
         return super().process(suffix, shard)
 
 
+class Dies(Shout):
+    """A worker killed mid-run (out of memory, SIGKILL)."""
+
+    def process(self, suffix: str, shard: Shard) -> pd.DataFrame:
+        if shard.index == 1:
+            os._exit(3)
+        return super().process(suffix, shard)
+
+
 @pytest.fixture()
 def corpus(tmp_path) -> Path:
     frame = pd.DataFrame({"id": range(23), "text": [f"sentence {i}" for i in range(23)]})
@@ -125,6 +135,11 @@ def test_errors_reach_the_driver_as_raised_and_publish_nothing(corpus, tmp_path,
     assert not out.exists()
     resumed = run(corpus, out, Engine(workers=workers), job=Shout(""))
     assert resumed == run(corpus, tmp_path / "clean.parquet", Engine(), job=Shout(""))
+
+
+def test_a_local_worker_that_dies_is_an_error_not_a_hang(corpus, tmp_path):
+    with pytest.raises(RuntimeError, match=r"worker process died \(exit code 3\)"):
+        run(corpus, tmp_path / "out.parquet", Engine(workers=2), job=Dies(""))
 
 
 def test_crashed_run_resumes_and_recomputes_only_missing_shards(corpus, tmp_path, monkeypatch):

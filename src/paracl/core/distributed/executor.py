@@ -167,13 +167,14 @@ class ProcessExecutor(Executor):
         return worker
 
     def _get(self, worker: int) -> Any:
+        results, proc = self.queues[worker][1], self.procs[worker]
         while True:
             try:
-                ok, value = pickle.loads(self.queues[worker][1].get(timeout=1.0))
+                ok, value = pickle.loads(results.get(timeout=1.0))
                 break
-            except queue.Empty:
-                if not self.procs[worker].is_alive():
-                    code = self.procs[worker].exitcode
+            except queue.Empty:  # a worker that ended sent its last answer first
+                if not proc.is_alive() and results.empty():
+                    code = proc.exitcode
                     raise RuntimeError(f"a local worker process died (exit code {code})") from None
         if not ok:
             raise value
