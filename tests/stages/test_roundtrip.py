@@ -163,7 +163,8 @@ def test_stage_is_resumable_and_deterministic(tmp_path, monkeypatch):
     assert meta["forward_model"]["stand_in"] is True
     first_bytes = {p.name: p.read_bytes() for p in out.iterdir()}
 
-    # an interrupted run: shard 1 of the partial directory is missing → only it is redone
+    # an interrupted run: shards 0 and 2 finished (files and manifest lines), shard 1 not
+    # → only it is redone
     import shutil
 
     from paracl.stages.roundtrip import resume_key
@@ -172,7 +173,14 @@ def test_stage_is_resumable_and_deterministic(tmp_path, monkeypatch):
     partial = out.with_name(f"{out.name}.partial-{key}")
     shutil.copytree(out, partial)
     (partial / "part-00001.parquet").unlink()
+    shards = json.loads((partial / "_manifest.json").read_text())["shards"]
     (partial / "_manifest.json").unlink()
+    lines = [
+        {"name": s["file"].removesuffix(".parquet"), "rows": s["rows"], "sha256": s["sha256"]}
+        for s in shards
+        if s["file"] != "part-00001.parquet"
+    ]
+    (partial / "_manifest.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     os.utime(partial / "part-00000.parquet", (1, 1))  # a kept shard keeps its mtime
     shutil.rmtree(out)
     run_stage("roundtrip", params)

@@ -82,15 +82,15 @@ class ShardCache:
         return pq.read_table(self._path(name), columns=columns)
 
     def put(self, name: str, table: pa.Table) -> None:
-        """Write the shard atomically, then record it in the manifest."""
-        path = self._path(name)
+        """Write the shard atomically, its manifest line appended before the file gets
+        its name: a shard file a crash leaves behind always has its line."""
         self.open()
-        with atomic_path(path) as tmp:
+        with atomic_path(self._path(name)) as tmp:
             pq.write_table(table, tmp, compression="zstd")
-        entry = {"name": name, "rows": table.num_rows, "sha256": sha256_file(path)}
+            entry = {"name": name, "rows": table.num_rows, "sha256": sha256_file(tmp)}
+            with open(self.dir / LOG, "a", encoding="utf-8") as f:
+                f.write(json.dumps(entry, sort_keys=True) + "\n")
         self.manifest[name] = entry
-        with open(self.dir / LOG, "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry, sort_keys=True) + "\n")
 
     def publish(self, names: list[str]) -> dict:
         """Make the shards `names` (all put or reused) the artifact, in that order: write
