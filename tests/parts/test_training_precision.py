@@ -322,7 +322,9 @@ def test_finetune_step_scales_its_loss(tiny_bert):
         return AutoModelForSequenceClassification.from_pretrained(tiny_bert, num_labels=1).eval()
 
     def run(model, scaler):
-        return train_step(model, tokens, [list(range(4)), list(range(4, 8))], cfg, CPU, scaler)
+        return train_step(
+            model, tokens, [list(range(4)), list(range(4, 8))], cfg, CPU, scaler
+        ).sum()
 
     _scaled_vs_plain(build, run)
 
