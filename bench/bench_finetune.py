@@ -31,8 +31,9 @@ bench checks that paracl's losses are the same bits under both (`--pages`).
     python bench/bench_finetune.py --model google/gemma-3-270m --task jsts --steps 8 \\
         --repeats 1 --runners paracl trainer
 
-`--tiny` swaps the model for a tiny random BERT (paracl.testing.tiny_models: 2 layers,
-hidden 32, its own 400-token BPE), where a step is almost all overhead:
+`--tiny` swaps the model for bench/bench_training.py's tiny random BERT (2 layers, hidden
+64) with `--tiny-tokenizer`'s tokenizer (the packaged all-MiniLM-L6-v2's), where a step is
+almost all overhead:
 
     OMP_NUM_THREADS=1 python bench/bench_finetune.py --tiny --task stsb --max-train 4000 \\
         --pages 4k_pages --repeats 5 --out results/bench-finetune/tiny.json
@@ -75,6 +76,7 @@ class Steps:
         self.faults: list[int] = []
         self.rows: list[int] = []
         self.t0, self.f0 = time.perf_counter(), faults()
+        self.after_warmup = self.t0, time.process_time()  # reset at the end of step 0
 
     def start(self) -> None:
         self.t0, self.f0 = time.perf_counter(), faults()
@@ -84,12 +86,16 @@ class Steps:
         self.faults.append(faults() - self.f0)
         self.rows.append(rows)
         if len(self.step_s) == 1:
-            self.after_warmup = time.perf_counter()
+            self.after_warmup = time.perf_counter(), time.process_time()
 
     def result(self, losses: list[float], tokenize_s: float | None = None) -> dict:
-        span = time.perf_counter() - self.after_warmup if len(self.step_s) > 1 else None
+        """Pairs a second of wall time and of this process's CPU time (steadier on a shared
+        machine, with one thread) from the end of step 0 to now."""
+        pairs, (wall0, cpu0) = sum(self.rows[1:]), self.after_warmup
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         return {"step_s": self.step_s, "faults": self.faults, "losses": losses,
-                "pairs_per_s": sum(self.rows[1:]) / span if span else None,
+                "pairs_per_s": pairs / wall if pairs else None,
+                "pairs_per_cpu_s": pairs / cpu if pairs and cpu else None,
                 "tokenize_s": tokenize_s}  # fmt: skip
 
 
@@ -252,6 +258,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="google/gemma-3-270m")
     parser.add_argument("--tiny", action="store_true", help="a tiny random BERT instead")
+    parser.add_argument("--tiny-tokenizer", default="sentence-transformers/all-MiniLM-L6-v2")
     parser.add_argument("--task", default="jsts")
     parser.add_argument("--raw-dir", help="default: params.yaml evaluate.raw_dir")
     parser.add_argument("--steps", type=int, help="batches a run (default: one epoch)")
@@ -276,7 +283,7 @@ def main() -> None:
         return child(args)
     started = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        model_dir = tiny_model(Path(tmp)) if args.tiny else None
+        model_dir = tiny_model(args, Path(tmp)) if args.tiny else None
         names = plan(args)
         runs: dict[str, list[dict]] = {n: [] for n in names}
         order = list(names)
@@ -305,10 +312,15 @@ def write_out(result: dict, out: Path) -> None:
     write_json(measured, out.parent / "measured.json")
 
 
-def tiny_model(out: Path) -> Path:
-    from paracl.testing.tiny_models import build_tiny_model
+def tiny_model(args, out: Path) -> str:
+    """bench_training's tiny model (one place): a random BERT of 2 layers, hidden 64, with
+    `--tiny-tokenizer`'s tokenizer, so that pairs are as many tokens as a real model sees."""
+    from paracl.core.models import resolve_model
 
-    return build_tiny_model("bert", out / "bert")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_training import tiny_bert
+
+    return tiny_bert(str(resolve_model(args.tiny_tokenizer).path), out / "tiny")
 
 
 def cpu_name() -> str:
@@ -330,7 +342,8 @@ def report(args, runs: dict[str, list[dict]], load: tuple[float, float]) -> dict
         "date": date.today().isoformat(), "cpu": cpu_name(),
         "load_average": [round(x, 2) for x in load],
         "command": "python bench/bench_finetune.py " + " ".join(sys.argv[1:]),
-        "model": "tiny random BERT (2 layers, hidden 32)" if args.tiny else args.model,
+        "model": f"tiny random BERT (2 layers, hidden 64; {args.tiny_tokenizer}'s tokenizer)"
+        if args.tiny else args.model,
         "task": args.task, "steps": args.steps, "batch_size": args.batch_size,
         "max_train": args.max_train, "repeats": args.repeats,
         "threads": torch.get_num_threads(),
@@ -343,24 +356,26 @@ def report(args, runs: dict[str, list[dict]], load: tuple[float, float]) -> dict
         result[f"{name}_faults_per_step"] = int(
             statistics.median(f for r in reps for f in r["faults"][1:])
         )
-        rates = [r["pairs_per_s"] for r in reps if r["pairs_per_s"]]
-        result[f"{name}_pairs_per_s"] = round(statistics.median(rates), 1) if rates else None
+        for key in ("pairs_per_s", "pairs_per_cpu_s"):
+            rates = [r[key] for r in reps if r.get(key)]
+            result[f"{name}_{key}"] = round(statistics.median(rates), 1) if rates else None
     return result | speedups(result, list(runs)) | loss_check(runs)
 
 
 def speedups(result: dict, names: list[str]) -> dict[str, float]:
-    """paracl over the bare loop and over the Trainer (pairs a second); each runner on huge
-    pages over 4 KiB pages and in each precision over fp32 (seconds a step)."""
+    """paracl over the bare loop and over the Trainer (pairs a second of wall time, and as
+    `..._cpu` of CPU time); each runner on huge pages over 4 KiB pages and in each precision
+    over fp32 (seconds a step)."""
     out = {}
     for name in names:
         base, _, prec = name.partition("@")
         tag = f"@{prec}" if prec else ""
-        if base.startswith("paracl"):
-            for ref in ("bare", "trainer"):
-                other = base.replace("paracl", ref, 1) + tag
-                if other in names and result[f"{other}_pairs_per_s"]:
-                    out[f"{base}_vs_{ref}{tag}"] = round(
-                        result[f"{name}_pairs_per_s"] / result[f"{other}_pairs_per_s"], 3
+        for ref in ("bare", "trainer") if base.startswith("paracl") else ():
+            other = base.replace("paracl", ref, 1) + tag
+            for key, suffix in (("pairs_per_s", ""), ("pairs_per_cpu_s", "_cpu")):
+                if other in names and result.get(f"{other}_{key}"):
+                    out[f"{base}_vs_{ref}{tag}{suffix}"] = round(
+                        result[f"{name}_{key}"] / result[f"{other}_{key}"], 3
                     )
         if base.endswith("_huge_pages"):
             small = base.replace("_huge_pages", "_4k_pages") + tag

@@ -9,7 +9,7 @@ from paracl.core.io import write_json
 def test_the_block_renders_the_runners_ratios_and_caption(tmp_path):
     directory = tmp_path / report.BENCH_FINETUNE
     result = {
-        "model": "tiny random BERT (2 layers, hidden 32)", "task": "stsb", "max_train": 4000,
+        "model": "tiny random BERT", "task": "stsb", "max_train": 4000,
         "batch_size": 32, "threads": 1, "repeats": 5, "paracl_pairs_per_s": 2345.6,
         "paracl_step_s": 0.0136, "bare_pairs_per_s": 2400.0, "bare_step_s": 0.0133,
         "trainer_pairs_per_s": 1500.0, "trainer_step_s": 0.02, "paracl_vs_bare": 0.977,

@@ -13,12 +13,13 @@ measured far worse on contrastively trained encoders, docs/models.md).
 
 AdamW with linear warm-up/decay; the dev score is checked after every epoch, the best
 epoch's weights are kept and training stops after `patience` epochs without a dev gain.
-Mixed precision follows `precision` (paracl.core.device; fp16 scales the loss so that small
-gradients do not underflow). The step is as lean as a bare loop's: the train split is
-tokenized once, ahead of the first epoch (`TrainTokens`), and the step losses stay on the
-device until the epoch ends (`epoch_loss`), so no step waits on the host. Each seed is a separate run from the same encoder; the result
-reports each seed's scores, their mean / std / median, and (as the round-trip paper does)
-the test score of the seed whose dev score is the median.
+Mixed precision follows `precision` (paracl.core.device; fp16 scales the loss so that
+small gradients do not underflow). The step is as lean as a bare loop's: the train split
+is tokenized once, ahead of the first epoch (`TrainTokens`), and the step losses stay on
+the device until the epoch ends (`epoch_loss`), so no step waits on the host. Each seed is
+a separate run from the same encoder; the result reports each seed's scores, their mean /
+std / median, and (as the round-trip paper does) the test score of the seed whose dev
+score is the median.
 """
 
 from __future__ import annotations
