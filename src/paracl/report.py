@@ -470,11 +470,14 @@ def render_bench_finetune(root: Path) -> str:
     rows = [[label, f"{data[f'{r}_pairs_per_s']:,.0f}", f"{data[f'{r}_step_s'] * 1000:.1f}"]
             for r, label in FINETUNE_RUNNERS.items() if f"{r}_pairs_per_s" in data]  # fmt: skip
     gap = data["max_loss_gap_bare_vs_paracl"]
+    cpu = data.get("paracl_vs_bare_cpu")
+    by_cpu = f" (by CPU time {cpu:.2f}× and {data['paracl_vs_trainer_cpu']:.2f}×)" if cpu else ""
     said = (
         f"paracl runs at **{data['paracl_vs_bare']:.2f}×** the bare loop and "
-        f"**{data['paracl_vs_trainer']:.2f}×** the `Trainer`; its losses equal the bare "
-        f"loop's {'bit for bit' if gap == 0 else f'to {gap:.1g}'}, step by step. {data['model']}, "
-        f"{data['task']} ({data['max_train']} pairs), batch {data['batch_size']}, "
+        f"**{data['paracl_vs_trainer']:.2f}×** the `Trainer`{by_cpu}; its losses equal the bare "
+        f"loop's {'bit for bit' if gap == 0 else f'to {gap:.1g}'}, step by step. "
+        f"Model: {data['model']}; {data['task']} ({data['max_train']} pairs), "
+        f"batch {data['batch_size']}, "
         f"{data['threads']} thread(s), median of {data['repeats']} alternating runs:"
     )
     table = markdown_table(["runner", "pairs/s", "ms/step"], rows)

@@ -14,12 +14,15 @@ def test_the_block_renders_the_runners_ratios_and_caption(tmp_path):
         "paracl_step_s": 0.0136, "bare_pairs_per_s": 2400.0, "bare_step_s": 0.0133,
         "trainer_pairs_per_s": 1500.0, "trainer_step_s": 0.02, "paracl_vs_bare": 0.977,
         "paracl_vs_trainer": 1.564, "max_loss_gap_bare_vs_paracl": 0.0,
+        "paracl_vs_bare_cpu": 1.001, "paracl_vs_trainer_cpu": 1.7,
     }  # fmt: skip
     write_json(result, directory / "tiny.json")
     write_json({"date": "2026-12-05", "machine": "a CPU", "command": "python x"},
                directory / "measured.json")  # fmt: skip
     text = report.render_block(tmp_path, tmp_path / "docs" / "b.md", "@bench-finetune", "all")
-    assert "**0.98×** the bare loop and **1.56×** the `Trainer`" in text
+    assert (
+        "**0.98×** the bare loop and **1.56×** the `Trainer` (by CPU time 1.00× and 1.70×)" in text
+    )
     assert "bit for bit" in text and "stsb (4000 pairs)" in text
     rows = [" ".join(line.split()) for line in text.splitlines() if line.startswith("|")]
     assert "| paracl | 2,346 | 13.6 |" in rows
