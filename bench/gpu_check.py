@@ -16,7 +16,7 @@ cuBLAS heuristics, the allocator's pools: reported apart as `warmup_s`), then `-
 timed ones: seconds a step, tokens a second, peak memory, and the share of the device's
 dense bf16 peak that the step's arithmetic reaches (6 x weights x tokens plus attention;
 PEAK_BF16_TFLOPS holds the peaks by device name). Then one evaluation fine-tuning step
-(BERT-base shape, paracl.parts.finetune.tuning.train_step) and one batched generation
+(BERT-base shape, paracl.parts.finetune.tuning's `Fit.step`) and one batched generation
 (SmolLM2 shape, the paraphraser's beam search), each after a warm-up.
 
 `--quick` runs part 2 and the rest on CPU with tiny shapes in seconds (the test suite
@@ -30,7 +30,6 @@ import json
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 import torch
@@ -83,25 +82,20 @@ def contrastive(model_dir: Path, precision: str, batch: int, steps: int, words: 
 def finetune(model_dir: Path, precision: str) -> dict:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.core.device import adamw, grad_scaler, optimizer_step
-    from paracl.parts.finetune.tuning import FinetuneConfig, train_step
+    from paracl.parts.finetune.tuning import FinetuneConfig, TrainTokens, make_fit
 
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2).to(DEVICE)
     a, b = sentences(32, 8, 1), sentences(32, 8, 2)
-    data = SimpleNamespace(train=pd.DataFrame({"sentence1": a, "sentence2": b}))
     targets = torch.tensor([i % 2 for i in range(32)])
-    cfg = FinetuneConfig(epochs=1, lr=1e-4, batch_size=8, precision=precision)
-    optimizer = adamw(list(model.parameters()), lr=1e-4)
-    scaler = grad_scaler(DEVICE, precision=precision)
-    before, losses = snapshot(model), []
-    for start in range(0, 32, 8):
-        idx = list(range(start, start + 8))
-        losses.append(train_step(model, tok, data, [idx], targets, cfg, DEVICE, scaler))
-        optimizer_step(optimizer, scaler, list(model.parameters()), max_norm=1.0)
-        optimizer.zero_grad(set_to_none=True)
-    return {"losses": losses, "moved": moved(before, model), "scale": scaler.get_scale()
-            if scaler.is_enabled() else None}  # fmt: skip
+    cfg = FinetuneConfig(epochs=1, lr=1e-4, batch_size=8, precision=precision, warmup_ratio=0)
+    tokens = TrainTokens(tok, pd.DataFrame({"sentence1": a, "sentence2": b}), targets, 128)
+    fit = make_fit(model, tokens, cfg, DEVICE, steps=4)
+    before = snapshot(model)
+    losses = [fit.step(list(range(start, start + 8))) for start in range(0, 32, 8)]
+    scale = fit.scaler.get_scale() if fit.scaler.is_enabled() else None
+    return {"losses": [float(x.sum()) for x in losses], "moved": moved(before, model),
+            "scale": scale}  # fmt: skip
 
 
 def paraphraser(model_dir: Path, precision: str) -> dict:
@@ -263,33 +257,26 @@ def part2(dirs: dict[str, Path], batches, precisions, steps: int, warmup: int, p
 
 
 def finetune_timing(path: Path, precision: str, batch: int, steps: int) -> dict:
-    """Evaluation fine-tuning steps (pairs classified, clipped AdamW step) after one warm-up
-    step: seconds a step and pairs a second."""
+    """Evaluation fine-tuning steps (paracl.parts.finetune.tuning's `Fit.step`: pairs
+    classified, clipped AdamW step) after one warm-up step: seconds a step and pairs a
+    second."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.core.device import adamw, grad_scaler, optimizer_step
-    from paracl.parts.finetune.tuning import FinetuneConfig, train_step
+    from paracl.parts.finetune.tuning import FinetuneConfig, TrainTokens, make_fit
 
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=2).to(DEVICE)
     n = batch * (steps + 1)
-    data = SimpleNamespace(train=pd.DataFrame({"sentence1": sentences(n, 20, 5),
-                                               "sentence2": sentences(n, 20, 6)}))  # fmt: skip
+    pairs = pd.DataFrame({"sentence1": sentences(n, 20, 5), "sentence2": sentences(n, 20, 6)})
     targets = torch.tensor([i % 2 for i in range(n)])
     cfg = FinetuneConfig(epochs=1, lr=2e-5, batch_size=batch, max_length=128, precision=precision)
-    optimizer, scaler = (
-        adamw(list(model.parameters()), lr=2e-5),
-        grad_scaler(DEVICE, precision=precision),
-    )
+    fit = make_fit(model, TrainTokens(tok, pairs, targets, 128), cfg, DEVICE, steps + 1)
     model.train()
     times = []
     for k in range(steps + 1):
         _sync()
         t0 = time.perf_counter()
-        train_step(model, tok, data, [list(range(k * batch, (k + 1) * batch))], targets, cfg,
-                   DEVICE, scaler)  # fmt: skip
-        optimizer_step(optimizer, scaler, list(model.parameters()), max_norm=1.0)
-        optimizer.zero_grad(set_to_none=True)
+        fit.step(list(range(k * batch, (k + 1) * batch)))
         _sync()
         times.append(time.perf_counter() - t0)
     per_step = sum(times[1:]) / steps

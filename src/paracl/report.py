@@ -530,10 +530,38 @@ def render_precision(root: Path) -> str:
     return f"{markdown_table(header, table)}\n\n{legend}\n\n{caption(directory, where)}"
 
 
+BENCH_FINETUNE = Path("results/bench-finetune")
+FINETUNE_RUNNERS = {"paracl": "paracl", "bare": "bare loop, tokenized once",
+                    "trainer": "transformers `Trainer`"}  # fmt: skip
+
+
+def render_bench_finetune(root: Path) -> str:
+    """Evaluation fine-tuning's step on a tiny model (bench/bench_finetune.py --tiny's JSON):
+    pairs a second of paracl, the bare loop and transformers' Trainer, and paracl's ratios."""
+    directory = root / BENCH_FINETUNE
+    data = read_json(directory / "tiny.json")
+    rows = [[label, f"{data[f'{r}_pairs_per_s']:,.0f}", f"{data[f'{r}_step_s'] * 1000:.1f}"]
+            for r, label in FINETUNE_RUNNERS.items() if f"{r}_pairs_per_s" in data]  # fmt: skip
+    gap = data["max_loss_gap_bare_vs_paracl"]
+    cpu = data.get("paracl_vs_bare_cpu")
+    by_cpu = f" (by CPU time {cpu:.2f}× and {data['paracl_vs_trainer_cpu']:.2f}×)" if cpu else ""
+    said = (
+        f"paracl runs at **{data['paracl_vs_bare']:.2f}×** the bare loop and "
+        f"**{data['paracl_vs_trainer']:.2f}×** the `Trainer`{by_cpu}; its losses equal the bare "
+        f"loop's {'bit for bit' if gap == 0 else f'to {gap:.1g}'}, step by step. "
+        f"Model: {data['model']}; {data['task']} ({data['max_train']} pairs), "
+        f"batch {data['batch_size']}, "
+        f"{data['threads']} thread(s), median of {data['repeats']} alternating runs:"
+    )
+    table = markdown_table(["runner", "pairs/s", "ms/step"], rows)
+    where = f"{BENCH_FINETUNE.as_posix()}/tiny.json"
+    return f"{said}\n\n{table}\n\n{caption(directory, where)}"
+
+
 GENERATED = {"@sources": render_sources, "@tasks": render_tasks, "@claims": render_claims,
              "@cross-cpu": render_cross_cpu, "@stage-times": render_stage_times,
-             "@precision": render_precision}  # fmt: skip
-ROOTED = ("@claims", "@cross-cpu", "@stage-times", "@precision")  # blocks that read results/
+             "@precision": render_precision, "@bench-finetune": render_bench_finetune}  # fmt: skip
+ROOTED = ("@claims", "@cross-cpu", "@stage-times", "@precision", "@bench-finetune")  # read results/
 
 
 def render_block(root: Path, page: Path, name: str, part: str) -> str:

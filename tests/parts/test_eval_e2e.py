@@ -239,6 +239,7 @@ def test_finetune_mini_batches_give_the_whole_batchs_gradient(task, tiny_llama, 
     from paracl.core.device import grad_scaler
     from paracl.parts.encoder.embed import transformer_dir
     from paracl.parts.finetune.tuning import (
+        TrainTokens,
         _targets,
         causal_pad,
         chunks,
@@ -258,11 +259,14 @@ def test_finetune_mini_batches_give_the_whole_batchs_gradient(task, tiny_llama, 
     causal_pad(tok, model)
     cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=8, max_length=64)
     lengths, y = token_counts(tok, data, 64), _targets(data.train, data, "train")
+    tokens = TrainTokens(tok, data.train, y, 64)
+    assert tokens.lengths == lengths
     batch = list(range(8))
 
     def grads(parts):
         model.zero_grad(set_to_none=True)
-        loss = train_step(model, tok, data, parts, y, cfg, CPU, grad_scaler(CPU, precision="fp32"))
+        scaler = grad_scaler(CPU, precision="fp32")
+        loss = float(train_step(model, tokens, parts, cfg, CPU, scaler).sum())
         return loss, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
     whole_loss, whole = grads(chunks(batch, lengths, None))

@@ -286,3 +286,9 @@ def test_tag_adherence_per_requested_pair(tmp_path):
         "SIM80_BLEU0_5.csv",
         "SIM95_BLEU20.csv",
     ]
+
+
+def test_a_paraphrase_under_four_tokens_has_bleu_zero_as_in_the_paper():
+    # the round-trip paper's footnote 12: plain sentence BLEU is 0 below 4 words
+    assert tagging.sentence_bleu("the cat sat", "the cat sat") == 0.0
+    assert tagging.sentence_bleu("the cat sat down", "the cat sat down") == pytest.approx(100.0)

@@ -7,7 +7,6 @@ the scaler path is exercised; CUDA's bf16 check is faked where the choice depend
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -310,13 +309,13 @@ def test_ebsim_step_scales_its_loss(encoder):
 def test_finetune_step_scales_its_loss(tiny_bert):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.parts.finetune.tuning import FinetuneConfig, train_step
+    from paracl.parts.finetune.tuning import FinetuneConfig, TrainTokens, train_step
 
     s1, s2 = _sentences(8), _sentences(8, seed=1)
-    data = SimpleNamespace(train=pd.DataFrame({"sentence1": s1, "sentence2": s2}))
+    train = pd.DataFrame({"sentence1": s1, "sentence2": s2})
     targets = torch.linspace(0, 1, 8)
     cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=8, max_length=32, precision="fp16")
-    tok = AutoTokenizer.from_pretrained(tiny_bert)
+    tokens = TrainTokens(AutoTokenizer.from_pretrained(tiny_bert), train, targets, 32)
 
     def build():
         torch.manual_seed(0)
@@ -324,8 +323,8 @@ def test_finetune_step_scales_its_loss(tiny_bert):
 
     def run(model, scaler):
         return train_step(
-            model, tok, data, [list(range(4)), list(range(4, 8))], targets, cfg, CPU, scaler
-        )
+            model, tokens, [list(range(4)), list(range(4, 8))], cfg, CPU, scaler
+        ).sum()
 
     _scaled_vs_plain(build, run)
 

@@ -6,7 +6,8 @@
 - `device`: device, seeds and precision; `models`: model resolution (hub id, local
   folder, packaged model); `freeze`: which weights train;
 - `distributed/`: executors (local or Ray), shard caches, the cross-process gather;
-- `batching`, `sampling` (the seeded corpus sample), `tables`, `plots`, `key_figures`
+- `batching`, `token_rows` (a training set tokenized once, padded per batch), `sampling`
+  (the seeded corpus sample), `tables`, `plots`, `key_figures`
   (dvc.yaml's metrics), `yaml_comments` (params.yaml's comments for the reference);
 - `stage`: what every stages/<stage>.py script runs (its arguments, params, errors).
 """

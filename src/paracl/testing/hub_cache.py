@@ -81,6 +81,26 @@ def _minilm(out: Path, seed: int) -> None:
     _rmtree(out / "_bert")
 
 
+def _labse(out: Path, seed: int) -> None:
+    """sentence-transformers/LaBSE: a BERT with [CLS] pooling, a tanh Dense layer and
+    normalisation, as the published sentence-transformers modules."""
+    from sentence_transformers import SentenceTransformer, models
+    from torch import nn
+    from transformers import BertConfig, BertModel
+
+    ids = tokenizers.wordpiece(out / "_bert")
+    config = BertConfig(
+        vocab_size=_vocab(out / "_bert"), max_position_embeddings=MAX_LEN, **SIZES, **ids
+    )
+    _seeded(seed)
+    BertModel(config).eval().save_pretrained(str(out / "_bert"))
+    body = models.Transformer(str(out / "_bert"), max_seq_length=128)
+    pooling = models.Pooling(config.hidden_size, "cls")
+    dense = models.Dense(config.hidden_size, config.hidden_size, activation_function=nn.Tanh())
+    SentenceTransformer(modules=[body, pooling, dense, models.Normalize()]).save(str(out))
+    _rmtree(out / "_bert")
+
+
 def _roberta_rinna(out: Path, seed: int) -> None:
     """rinna/japanese-roberta-base: RoBERTa with a SentencePiece T5Tokenizer."""
     from transformers import RobertaConfig, RobertaForMaskedLM
@@ -220,6 +240,7 @@ def _rmtree(path: Path) -> None:
 BUILDERS: dict[str, Callable[[Path, int], None]] = {
     "bert-base-uncased": _bert,
     "sentence-transformers/all-MiniLM-L6-v2": _minilm,
+    "sentence-transformers/LaBSE": _labse,
     "rinna/japanese-roberta-base": _roberta_rinna,
     "t5-base": _t5,
     "sonoisa/t5-base-japanese-v1.1": lambda out, seed: _t5(out, seed, v1_1=True),
@@ -254,6 +275,10 @@ def model_ids(params: dict) -> set[str]:
             value = value.get(part) if isinstance(value, dict) else None
         values = value.values() if isinstance(value, dict) else [value]
         found.update(v for v in values if isinstance(v, str))
+    methods = (params.get("train_contrastive") or {}).get("methods") or {}
+    found.update(
+        m["base_model"] for m in methods.values() if isinstance(m, dict) and m.get("base_model")
+    )
     return found
 
 

@@ -13,10 +13,13 @@ measured far worse on contrastively trained encoders, docs/models.md).
 
 AdamW with linear warm-up/decay; the dev score is checked after every epoch, the best
 epoch's weights are kept and training stops after `patience` epochs without a dev gain.
-Mixed precision follows `precision` (paracl.core.device; fp16 scales the loss so that small
-gradients do not underflow). Each seed is a separate run from the same encoder; the result
-reports each seed's scores, their mean / std / median, and (as the round-trip paper does)
-the test score of the seed whose dev score is the median.
+Mixed precision follows `precision` (paracl.core.device; fp16 scales the loss so that
+small gradients do not underflow). The step is as lean as a bare loop's: the train split
+is tokenized once, ahead of the first epoch (`TrainTokens`), and the step losses stay on
+the device until the epoch ends (`epoch_loss`), so no step waits on the host. Each seed is
+a separate run from the same encoder; the result reports each seed's scores, their mean /
+std / median, and (as the round-trip paper does) the test score of the seed whose dev
+score is the median.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from paracl.core.device import (
 )
 from paracl.core.errors import InputError
 from paracl.core.freeze import freeze
+from paracl.core.token_rows import pad_rows, split_rows, to_device
 from paracl.parts.encoder.embed import load_encoder, transformer_dir
 from paracl.parts.evaluation.metrics import METRICS, summarize_seeds
 from paracl.parts.evaluation.tasks import TaskData
@@ -165,6 +169,43 @@ def token_counts(tokenizer, data: TaskData, max_length: int) -> list[int]:
     return _encode(tokenizer, data.train, rows, max_length)["attention_mask"].sum(1).tolist()
 
 
+class TrainTokens:
+    """The train split tokenized once, ahead of the first epoch, not at every step (on a
+    small model tokenizing is a large share of the step: bench/bench_finetune.py --tiny).
+
+    Each pair's tokens are kept without their padding (paracl.core.token_rows) and a step
+    pads its rows to their longest as `_encode` pads them, so the batch is the same tensors
+    and the losses the same bits. Checked, not assumed: until a batch that needed padding
+    has matched `_encode` exactly, each batch is compared; a difference turns the cache off
+    and the steps tokenize their batch as before."""
+
+    def __init__(self, tokenizer, df: pd.DataFrame, targets: torch.Tensor, max_length: int):
+        self.tokenizer, self.df, self.targets, self.max_length = tokenizer, df, targets, max_length
+        enc = _encode(tokenizer, df, np.arange(len(df)), max_length)
+        self.keys = {k: v.dtype for k, v in enc.items()}
+        self.rows = split_rows(enc, list(self.keys), tokenizer.padding_side == "left")
+        self.lengths = [row.shape[1] for row in self.rows]  # what grouped batches sort by
+        self.enabled, self.checked = True, False
+
+    def batch(self, idx: list[int], device: torch.device) -> dict:
+        """Model inputs and `labels` of rows `idx` on `device` (pinned, non-blocking on CUDA)."""
+        enc = self._collate(idx) if self.enabled else None
+        if enc is None:
+            enc = dict(_encode(self.tokenizer, self.df, idx, self.max_length))
+        return to_device({**enc, "labels": self.targets[idx]}, device)
+
+    def _collate(self, idx: list[int]) -> dict | None:
+        enc = pad_rows([self.rows[i] for i in idx], self.keys, self.tokenizer)
+        if not self.checked:
+            ref = _encode(self.tokenizer, self.df, idx, self.max_length)
+            if ref.keys() != enc.keys() or not all(torch.equal(ref[k], enc[k]) for k in ref):
+                log.info("fine-tuning token cache off (steps tokenize): a batch differs")
+                self.enabled = False
+                return None
+            self.checked = len({self.lengths[i] for i in idx}) > 1
+        return enc
+
+
 def report_metrics(data: TaskData) -> list[str]:
     """The task's primary metric first, then the usual companions."""
     extra = ["spearman", "pearson"] if data.task.kind == "regression" else ["accuracy", "macro_f1"]
@@ -183,26 +224,41 @@ def chunks(idx: list[int], lengths: list[int] | None, size: int | None) -> list[
 
 def train_step(
     model,
-    tokenizer,
-    data: TaskData,
+    tokens: TrainTokens,
     parts: list[list[int]],
-    targets: torch.Tensor,
     cfg: FinetuneConfig,
     device,
     scaler: torch.amp.GradScaler,
-) -> float:
+) -> torch.Tensor:
     """Forward and (scaled) backward of one batch, run in `parts` (its `chunks`); returns
-    its mean loss. Each chunk's mean loss is weighted by its share of the batch, so the
-    accumulated gradient is the whole batch's mean-loss gradient, as one forward would
-    give. The optimiser step (unscale, clip at 1.0, step) is the caller's."""
-    rows, total = sum(len(p) for p in parts), 0.0
+    each chunk's weighted loss, still on the device: the step reads nothing back to the
+    host (`epoch_loss` does, once an epoch). Each chunk's mean loss is weighted by its
+    share of the batch, so the accumulated gradient (and the sum of the returned losses)
+    is the whole batch's mean loss's, as one forward would give. The optimiser step
+    (unscale, clip at 1.0, step) is the caller's."""
+    rows, losses = sum(len(p) for p in parts), []
     for part in parts:
-        enc = _encode(tokenizer, data.train, part, cfg.max_length).to(device)
+        batch = tokens.batch(part, device)
         with autocast(device, cfg.precision):
-            loss = model(**enc, labels=targets[part].to(device)).loss * (len(part) / rows)
+            loss = model(**batch).loss * (len(part) / rows)
         backward(loss, scaler)
-        total += float(loss.detach())
-    return total
+        losses.append(loss.detach())
+    return torch.stack(losses)
+
+
+def epoch_loss(step_losses: list[torch.Tensor], batches: list[list[int]], rows: int) -> float:
+    """The epoch's mean training loss from `train_step`'s losses: one read-back of them all,
+    summed on the host in the order (and double precision) the steps ran in."""
+    values = torch.cat(step_losses).tolist() if step_losses else []
+    sizes = [len(s) for s in step_losses]
+    running, at = 0.0, 0
+    for idx, n in zip(batches, sizes, strict=True):
+        total = 0.0
+        for value in values[at : at + n]:
+            total += value
+        running += total * len(idx)
+        at += n
+    return running / rows
 
 
 def trainable(model, train_layers: int | None) -> str:
@@ -247,21 +303,32 @@ def task_model(encoder_dir: str | Path, tokenizer, task, head: str) -> tuple:
     return model, reads
 
 
-def finetune_once(
-    encoder_dir: str | Path, data: TaskData, cfg: FinetuneConfig, seed: int, device
-) -> dict:
-    """One seed: train with early stopping on dev, return dev/test scores of the best epoch."""
-    seed_everything(seed)
-    task = data.task
-    regression = task.kind == "regression"
-    tokenizer = AutoTokenizer.from_pretrained(transformer_dir(encoder_dir))
-    model, head = task_model(encoder_dir, tokenizer, task, cfg.head)
-    model.to(device)
-    trained = trainable(model, cfg.train_layers)
-    y_train = _targets(data.train, data, "train")
-    metrics = report_metrics(data)
-    primary = metrics[0]
+@dataclass
+class Fit:
+    """One seed's training: the model, its train tokens and what each step updates."""
 
+    model: torch.nn.Module
+    tokens: TrainTokens
+    cfg: FinetuneConfig
+    device: torch.device
+    params: list[torch.nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    scaler: torch.amp.GradScaler
+
+    def step(self, idx: list[int]) -> torch.Tensor:
+        """One batch: forward/backward (in chunks), clip at 1.0, AdamW, the schedule; its
+        losses stay on the device (`train_step`)."""
+        parts = chunks(idx, self.tokens.lengths, self.cfg.mini_batch_size)
+        loss = train_step(self.model, self.tokens, parts, self.cfg, self.device, self.scaler)
+        optimizer_step(self.optimizer, self.scaler, self.params, max_norm=1.0)
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss
+
+
+def make_fit(model, tokens: TrainTokens, cfg: FinetuneConfig, device, steps: int) -> Fit:
+    """AdamW (no weight decay on biases and norms) with linear warm-up and decay over `steps`."""
     no_decay = ("bias", "LayerNorm.weight", "layer_norm", "norm.weight")
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     groups = [
@@ -270,33 +337,30 @@ def finetune_once(
         {"params": [p for n, p in named if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]  # fmt: skip
     optimizer = adamw(groups, lr=cfg.lr)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * steps), steps)
     scaler = grad_scaler(device, precision=cfg.precision)
-    steps_per_epoch = math.ceil(len(data.train) / cfg.batch_size)
-    total = steps_per_epoch * cfg.epochs
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
-    gen = torch.Generator().manual_seed(seed)
-    sized = cfg.length_grouping or cfg.mini_batch_size is not None
-    lengths = token_counts(tokenizer, data, cfg.max_length) if sized else None
-    grouped = lengths if cfg.length_grouping else None
+    params = [p for _, p in named]
+    return Fit(model, tokens, cfg, device, params, optimizer, scheduler, scaler)
 
+
+def _train(fit: Fit, data: TaskData, seed: int) -> tuple[float, int, list[float]]:
+    """Epochs with a dev score after each; the best epoch's weights are loaded back and
+    training stops after `patience` epochs without a dev gain. Returns the best dev score,
+    its epoch and each epoch's mean training loss."""
+    cfg, model, primary = fit.cfg, fit.model, data.task.metric
+    regression = data.task.kind == "regression"
+    gen = torch.Generator().manual_seed(seed)
+    grouped = fit.tokens.lengths if cfg.length_grouping else None
     best_dev, best_state, best_epoch, bad, losses = -math.inf, None, 0, 0, []
     for epoch in range(1, cfg.epochs + 1):
         model.train()
         batches = batch_order(len(data.train), cfg.batch_size, gen, grouped)
-        running = 0.0
         # shown in a non-TTY log too (a CPU epoch takes minutes), as training's bar is
-        bar = tqdm(batches, desc=f"{task.name} s{seed} e{epoch}", leave=False, mininterval=10)
-        for idx in bar:
-            parts = chunks(idx, lengths, cfg.mini_batch_size)
-            loss = train_step(model, tokenizer, data, parts, y_train, cfg, device, scaler)
-            optimizer_step(optimizer, scaler, [p for _, p in named], max_norm=1.0)
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            running += loss * len(idx)
-        losses.append(running / len(data.train))
-        dev_pred = predict(model, tokenizer, data.dev, cfg, device, regression)
+        bar = tqdm(batches, desc=f"{data.task.name} s{seed} e{epoch}", leave=False, mininterval=10)
+        losses.append(epoch_loss([fit.step(idx) for idx in bar], batches, len(data.train)))
+        dev_pred = predict(model, fit.tokens.tokenizer, data.dev, cfg, fit.device, regression)
         dev = _score(data, data.dev, dev_pred, [primary])[primary]
-        log.info("%s seed %d epoch %d: loss %.4f, dev %s %.2f", task.name, seed, epoch,
+        log.info("%s seed %d epoch %d: loss %.4f, dev %s %.2f", data.task.name, seed, epoch,
                  losses[-1], primary, dev)  # fmt: skip
         if best_state is None or dev > best_dev:  # NaN (constant predictions) never wins
             best_dev, best_epoch, bad = dev, epoch, 0
@@ -306,14 +370,34 @@ def finetune_once(
             if bad >= cfg.patience:
                 break
     model.load_state_dict(best_state)
-    test_pred = predict(model, tokenizer, data.test, cfg, device, regression)
+    return best_dev, best_epoch, losses
+
+
+def finetune_once(
+    encoder_dir: str | Path, data: TaskData, cfg: FinetuneConfig, seed: int, device
+) -> dict:
+    """One seed: train with early stopping on dev, return dev/test scores of the best epoch."""
+    seed_everything(seed)
+    regression = data.task.kind == "regression"
+    tokenizer = AutoTokenizer.from_pretrained(transformer_dir(encoder_dir))
+    model, head = task_model(encoder_dir, tokenizer, data.task, cfg.head)
+    model.to(device)
+    trained = trainable(model, cfg.train_layers)
+    tokens = TrainTokens(tokenizer, data.train, _targets(data.train, data, "train"), cfg.max_length)
+    steps = math.ceil(len(data.train) / cfg.batch_size) * cfg.epochs
+    best_dev, best_epoch, losses = _train(make_fit(model, tokens, cfg, device, steps), data, seed)
+    metrics = report_metrics(data)
+
+    def scores(df: pd.DataFrame) -> dict[str, float]:
+        return _score(data, df, predict(model, tokenizer, df, cfg, device, regression), metrics)
+
+    test = scores(data.test)
     # the task's further sets (zero-shot languages, cross-lingual pairs), same model
-    sets = {name: _score(data, df, predict(model, tokenizer, df, cfg, device, regression),
-                         metrics) for name, df in data.eval_sets.items()}  # fmt: skip
+    sets = {name: scores(df) for name, df in data.eval_sets.items()}
     return {
         "seed": seed,
         "dev": best_dev,
-        "test": _score(data, data.test, test_pred, metrics),
+        "test": test,
         **({"eval_sets": sets} if sets else {}),
         "best_epoch": best_epoch,
         "epochs_run": len(losses),

@@ -13,6 +13,7 @@ every cell, twice as many from a <BLEU0_5> cell (its range is twice as wide).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -56,9 +57,13 @@ def parse_tags(
 
 @lru_cache(maxsize=4)
 def _bleu(lang: str):
+    """Plain sentence BLEU, as the round-trip paper's: a paraphrase of fewer than 4 tokens
+    has no 4-grams and scores 0 (its footnote 12), where sacreBLEU's `effective_order`
+    would score it on the n-grams it has. sacreBLEU warns on every such call; silenced."""
     from sacrebleu.metrics import BLEU
 
-    return BLEU(tokenize=profile(lang).bleu_tokenize, effective_order=True)
+    logging.getLogger("sacrebleu").setLevel(logging.ERROR)
+    return BLEU(tokenize=profile(lang).bleu_tokenize, effective_order=False)
 
 
 def sentence_bleu(hypothesis: str, reference: str, lang: str = DEFAULT) -> float:

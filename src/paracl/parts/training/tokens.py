@@ -25,6 +25,7 @@ from collections.abc import Iterable
 import torch
 from sentence_transformers import SentenceTransformer
 
+from paracl.core.token_rows import pad_rows, split_rows, to_device
 from paracl.parts.encoder.forward import default_prompt
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,6 @@ class TokenCache:
             self._disable("no per-row attention mask")
             return
         width, left = mask.shape[1], self._left()
-        lengths = mask.sum(1).tolist()
         for key, value in feats.items():
             if not isinstance(value, torch.Tensor):
                 if self.constant.setdefault(key, value) != value:
@@ -79,10 +79,8 @@ class TokenCache:
         if set(self.keys) != {k for k, v in feats.items() if isinstance(v, torch.Tensor)}:
             self._disable("the per-token keys differ between batches")
             return
-        stacked = torch.stack([feats[k] for k in self.keys]).to(torch.int32)
-        for r, (text, n) in enumerate(zip(texts, lengths, strict=True)):
-            cut = slice(width - n, width) if left else slice(0, n)
-            self.rows[text] = stacked[:, r, cut].clone()  # not a view: no chunk kept alive
+        for text, row in zip(texts, split_rows(feats, list(self.keys), left), strict=True):
+            self.rows[text] = row
 
     def _left(self) -> bool:
         return getattr(self.model.tokenizer, "padding_side", "right") == "left"
@@ -108,17 +106,8 @@ class TokenCache:
 
     def _collate(self, texts: list[str]) -> dict:
         """Pad the cached rows to the longest, with the tokenizer's pad values and side."""
-        side = "left" if self._left() else "right"
-        tok = self.model.tokenizer
-        pad = {"input_ids": tok.pad_token_id, "token_type_ids": tok.pad_token_type_id}
-        out = dict(self.constant)
         rows = [self.rows[t] for t in texts]
-        for k, (key, dtype) in enumerate(self.keys.items()):
-            out[key] = torch.nn.utils.rnn.pad_sequence(
-                [row[k] for row in rows], batch_first=True, padding_value=pad.get(key, 0),
-                padding_side=side,
-            ).to(dtype)  # fmt: skip
-        return out
+        return dict(self.constant) | pad_rows(rows, self.keys, self.model.tokenizer)
 
     def _check(self, texts: list[str], feats: dict) -> None:
         """Compare with preprocess until a batch that needed padding has matched."""
@@ -131,17 +120,6 @@ class TokenCache:
             self._disable("a batch collated from it differs from preprocess")
         elif len({self.rows[t].shape[1] for t in texts}) > 1:
             self.checked = True
-
-
-def to_device(feats: dict, device: torch.device) -> dict:
-    """The features on `device`; on CUDA pinned and copied without blocking the host."""
-    cuda = device.type == "cuda"
-    return {
-        k: (v.pin_memory().to(device, non_blocking=True) if cuda else v.to(device))
-        if isinstance(v, torch.Tensor)
-        else v
-        for k, v in feats.items()
-    }
 
 
 def embed_cached(tokens: TokenCache, texts: list[str]) -> torch.Tensor:
