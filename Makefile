@@ -3,20 +3,19 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
-# llama-cpp-python builds llama.cpp from source, by default tuned to the building CPU. On an
-# Intel Xeon with AVX-512 and AMX that build dies of a protection fault in libggml-cpu at the
-# first decode (seen 2026-11-28, most likely what sank stop 51's CI), so build for AVX2,
-# which every machine of this project has (the AMD EPYC ones have nothing more). Override it
-# to tune for a CPU or to add CUDA.
-# Runtime CPU dispatch (one build that picks AVX2, AVX-512 or AMX kernels per machine) is
-# ggml's `-DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DGGML_NATIVE=OFF` (llama-cpp-python
-# forces BUILD_SHARED_LIBS on, which BACKEND_DL needs). Not usable as is with llama-cpp-python
-# 0.3.36: its CMakeLists installs only targets it names (ggml-cpu, not the ggml-cpu-haswell ...
-# ggml-cpu-sapphirerapids modules ggml builds), and ggml loads backend modules from
-# GGML_BACKEND_DIR (a build-time path), the python executable's folder or the working
-# directory, not from llama_cpp/lib; so such a build also needs -DGGML_BACKEND_DIR=<that lib
-# folder> or a ggml_backend_load_all_from_path() call before the first model. Not yet built.
-LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+# llama-cpp-python builds llama.cpp from source, with ggml's runtime CPU dispatch: one
+# libggml-cpu-<level>.so per x86 level (haswell = AVX2 ... icelake = AVX-512, sapphirerapids
+# = AMX), of which ggml loads the best one this CPU runs, so one build serves the AMD EPYC
+# (AVX2) and Intel Xeon (AVX-512, AMX) machines. llama-cpp-python 0.3.36 installs none of
+# these modules: `llama-cpp` copies them beside its libraries, where GGML_BACKEND_DIR points
+# ggml. GCC 12 dropped the AMX kernels' tile configuration as dead stores, and the first
+# decode on an AMX Xeon died of a protection fault: make/ggml-amx-tilecfg.h, force-included,
+# fixes that. The 14 modules take most of the build: about 25 min on 2 cores, was 8.
+# Override LLAMA_CMAKE_ARGS to add CUDA.
+LLAMA_SPEC ?= llama-cpp-python==0.3.36
+LLAMA_CMAKE_ARGS ?= -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DGGML_NATIVE=OFF \
+	-DCMAKE_CXX_FLAGS=-include$(CURDIR)/make/ggml-amx-tilecfg.h
+LLAMA_BUILD = $(abspath $(VENV))/llama-build
 # pytest-xdist workers of `make test`, one test file at a time (tests/conftest.py orders them),
 # each on one torch thread: the tests' models are tiny, and threads beyond the cores only spin.
 # The Ray tests (marked `ray`) run after, in one process of their own: Ray's gRPC threads do
@@ -27,14 +26,25 @@ TEST_TIMEOUT ?= 1200
 PYTEST = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q --timeout=$(TEST_TIMEOUT) --timeout-method=thread
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-slow lint format docs
+.PHONY: setup llama-cpp test test-slow lint format docs
 
 setup:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -e ".[dev,ray]"
+	$(MAKE) llama-cpp
+	$(BIN)/pip install --quiet -e ".[dev,ray]"
 	$(BIN)/python -m paracl.core.models --check
+
+# Built afresh on every call (no wheel cache: a cached wheel may have other flags or lack the
+# modules), into a build folder kept until the modules are copied out.
+llama-cpp:
+	lib="$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("platlib"))')/llama_cpp/lib" \
+	&& rm -rf "$(LLAMA_BUILD)" && rm -f "$$lib"/libggml-cpu-*.so \
+	&& CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) -DGGML_BACKEND_DIR=$$lib" SKBUILD_BUILD_DIR="$(LLAMA_BUILD)" \
+		$(BIN)/pip install --quiet --no-cache-dir --force-reinstall --no-deps "$(LLAMA_SPEC)" \
+	&& find "$(LLAMA_BUILD)" -name 'libggml-cpu-*.so' -exec cp {} "$$lib"/ \; \
+	&& rm -rf "$(LLAMA_BUILD)"
 
 test:
 	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --max-worker-restart=0 -m "not slow and not ray" --durations=15
