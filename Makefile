@@ -8,10 +8,11 @@ TORCH_SPEC ?= torch==2.13.0
 # = AMX), of which ggml loads the best one this CPU runs, so one build serves the AMD EPYC
 # (AVX2) and Intel Xeon (AVX-512, AMX) machines. llama-cpp-python 0.3.36 installs none of
 # these modules: `llama-cpp` copies them beside its libraries, where GGML_BACKEND_DIR points
-# ggml. GCC 12 dropped the AMX kernels' tile configuration as dead stores, and the first
-# decode on an AMX Xeon died of a protection fault: make/ggml-amx-tilecfg.h, force-included,
-# fixes that. The 14 modules take most of the build: about 25 min on 2 cores, was 8.
-# Override LLAMA_CMAKE_ARGS to add CUDA.
+# ggml. GCC 12 drops the AMX kernels' tile configuration as dead stores, and the first
+# decode on an AMX Xeon dies (SIGILL or a protection fault): make/ggml-amx-tilecfg.h,
+# force-included, fixes that. ggml and llama take ~4x as long to compile as for AVX2 alone
+# (the 14 modules: 59 of 72 min of compile steps, 2 busy cores, 2026-12-05). Override
+# LLAMA_CMAKE_ARGS to add CUDA.
 LLAMA_SPEC ?= llama-cpp-python==0.3.36
 LLAMA_CMAKE_ARGS ?= -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DGGML_NATIVE=OFF \
 	-DCMAKE_CXX_FLAGS=-include$(CURDIR)/make/ggml-amx-tilecfg.h
