@@ -28,13 +28,36 @@ from __future__ import annotations
 import ctypes
 import logging
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
 
 MAX_BATCH_TOKENS = 2048  # tokens handed to one llama_decode call (prompts joining + steps)
+
+
+def load_cpu_backend() -> str:
+    """Make sure llama.cpp has its CPU backend before the first model; return the file of
+    the one that runs (e.g. libggml-cpu-sapphirerapids.so; "" where /proc is not there).
+
+    `make setup` builds ggml's runtime CPU dispatch: one libggml-cpu-<level>.so per x86
+    level (AVX2, AVX-512, AMX ...) beside llama_cpp's libraries, and ggml loads the best one
+    this CPU runs from the folder named at build time. Loading from llama_cpp/lib here finds
+    them in a virtualenv that has moved since. A build with one CPU backend linked in (no
+    such files) has it registered already, and nothing is loaded."""
+    import llama_cpp
+
+    lib = Path(llama_cpp.__file__).parent / "lib"
+    ggml = ctypes.CDLL(str(lib / "libggml.so"))
+    ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
+    if ggml.ggml_backend_reg_count() == 0 and any(lib.glob("libggml-cpu-*.so")):
+        ggml.ggml_backend_load_all_from_path(str(lib).encode())
+    maps = Path("/proc/self/maps")
+    found = re.findall(r"\S*/(libggml-cpu[-\w]*\.so)", maps.read_text()) if maps.exists() else []
+    return found[0] if found else ""
 
 
 @dataclass(frozen=True)

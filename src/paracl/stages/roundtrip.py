@@ -161,6 +161,9 @@ def load_translator(
         if key not in loaded:
             from llama_cpp import Llama
 
+            from paracl.parts.llama_batch import load_cpu_backend
+
+            load_cpu_backend()
             loaded[key] = Llama(
                 model_path=key,
                 n_ctx=1024,
