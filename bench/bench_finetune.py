@@ -60,7 +60,6 @@ import torch
 
 PAGES = {"4k_pages": None, "huge_pages": "glibc.malloc.hugetlb=1"}
 RUNNERS = ("paracl", "bare", "trainer")
-LOSS_TOLERANCE = 1e-6  # bare vs paracl, step by step
 LR = 2e-5
 
 
@@ -392,22 +391,19 @@ def speedups(result: dict, names: list[str]) -> dict[str, float]:
 
 def loss_check(runs: dict[str, list[dict]]) -> dict:
     """The largest step-by-step loss gap of the bare loop against paracl, per pages and
-    precision (raises above LOSS_TOLERANCE or when the step counts differ), and whether
+    precision (bench_training.loss_gap: raises above its tolerance), and whether
     paracl's losses are the same bits on 4 KiB and huge pages."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_training import loss_gap
+
     out = {}
     for name, bare in runs.items():
         other = name.replace("bare", "paracl", 1)
         if not name.startswith("bare") or other not in runs:
             continue
-        a, b = bare[0]["losses"], runs[other][0]["losses"]
-        if len(a) != len(b):
-            raise AssertionError(f"{name}: {len(a)} steps, {other}: {len(b)}")
-        gap = max(abs(x - y) for x, y in zip(a, b, strict=True))
-        out[f"max_loss_gap_{name}_vs_{other}"] = gap
-        if gap > LOSS_TOLERANCE:
-            raise AssertionError(
-                f"{name} vs {other}: losses differ by {gap:.3g} > {LOSS_TOLERANCE}"
-            )
+        out[f"max_loss_gap_{name}_vs_{other}"] = loss_gap(
+            name, bare[0]["losses"], other, runs[other][0]["losses"]
+        )
     for name, reps in runs.items():
         if name.startswith("paracl_huge_pages"):
             small = runs[name.replace("_huge_pages", "_4k_pages")]

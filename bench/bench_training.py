@@ -342,16 +342,21 @@ def loss_check(runs: dict[str, list[Run]]) -> dict:
         other = "paracl" + (f"@{prec}" if prec else "")
         if base != "bare" or other not in runs:
             continue
-        a, b = bare[0].losses, runs[other][0].losses
-        if len(a) != len(b):
-            raise AssertionError(f"{name}: {len(a)} steps, {other}: {len(b)}")
-        gap = max(abs(x - y) for x, y in zip(a, b, strict=True))
-        out[f"max_loss_gap_{name}_vs_{other}"] = gap
-        if gap > LOSS_TOLERANCE:
-            raise AssertionError(
-                f"{name} vs {other}: losses differ by {gap:.3g} > {LOSS_TOLERANCE}"
-            )
+        out[f"max_loss_gap_{name}_vs_{other}"] = loss_gap(
+            name, bare[0].losses, other, runs[other][0].losses
+        )
     return out
+
+
+def loss_gap(name: str, a: list[float], other: str, b: list[float]) -> float:
+    """The largest step-by-step gap between two runs' losses; raises when it exceeds
+    LOSS_TOLERANCE or the step counts differ (bench_finetune checks its runners by it too)."""
+    if len(a) != len(b):
+        raise AssertionError(f"{name}: {len(a)} steps, {other}: {len(b)}")
+    gap = max(abs(x - y) for x, y in zip(a, b, strict=True))
+    if gap > LOSS_TOLERANCE:
+        raise AssertionError(f"{name} vs {other}: losses differ by {gap:.3g} > {LOSS_TOLERANCE}")
+    return gap
 
 
 if __name__ == "__main__":

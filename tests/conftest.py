@@ -51,6 +51,14 @@ def one_thread():
 
 
 @pytest.fixture(scope="session")
+def nlp_en():
+    """spaCy's English pipeline with noun chunks, as the corrupt stage loads it."""
+    from paracl.parts.filler.chunks import load_pipeline
+
+    return load_pipeline("en")
+
+
+@pytest.fixture(scope="session")
 def tiny_gpt2(tmp_path_factory) -> Path:
     return _tiny("gpt2", tmp_path_factory)
 

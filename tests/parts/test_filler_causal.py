@@ -27,11 +27,6 @@ ANCHORS = pd.DataFrame(
 )
 
 
-@pytest.fixture(scope="module")
-def nlp_en():
-    return load_pipeline("en")
-
-
 def _cfg(**kw) -> CorruptConfig:
     return CorruptConfig(**{"num_return_sequences": 2, "num_samples": 4, "batch_size": 10, **kw})
 

@@ -10,11 +10,6 @@ from paracl.parts.filler.pipeline import mask_texts
 
 
 @pytest.fixture(scope="module")
-def nlp_en():
-    return load_pipeline("en")
-
-
-@pytest.fixture(scope="module")
 def nlp_ja():
     return load_pipeline("ja")
 

@@ -6,7 +6,6 @@ import torch
 
 from paracl.core import schemas
 from paracl.core.io import read_parquet, write_parquet
-from paracl.parts.filler.chunks import load_pipeline
 from paracl.parts.filler.generate import T5Filler, sentinel_ids
 from paracl.parts.filler.pipeline import CorruptConfig, corrupt
 
@@ -22,11 +21,6 @@ ANCHORS = pd.DataFrame(
         ],
     }
 )
-
-
-@pytest.fixture(scope="module")
-def nlp_en():
-    return load_pipeline("en")
 
 
 def test_sentinel_ids_of_the_tiny_t5(tiny_t5):

@@ -9,7 +9,6 @@ import torch
 
 from paracl.core.params import ParamsError
 from paracl.parts.filler.causal import CausalFiller
-from paracl.parts.filler.chunks import load_pipeline
 from paracl.parts.filler.generate import Candidate, T5Filler
 from paracl.parts.filler.masking import Masked, parse_fills
 from paracl.parts.filler.pipeline import CorruptConfig, corrupt
@@ -26,11 +25,6 @@ ANCHORS = pd.DataFrame(
         ],
     }
 )
-
-
-@pytest.fixture(scope="module")
-def nlp_en():
-    return load_pipeline("en")
 
 
 def _fake_step(calls: list):

@@ -63,27 +63,9 @@ def _bert(out: Path, seed: int) -> None:
     _save(BertForMaskedLM(config), out, seed)
 
 
-def _minilm(out: Path, seed: int) -> None:
-    """sentence-transformers/all-MiniLM-L6-v2: a BERT with the sentence-transformers
-    modules (mean pooling, normalisation) saved beside it."""
-    from sentence_transformers import SentenceTransformer, models
-    from transformers import BertConfig, BertModel
-
-    ids = tokenizers.wordpiece(out / "_bert")
-    config = BertConfig(
-        vocab_size=_vocab(out / "_bert"), max_position_embeddings=MAX_LEN, **SIZES, **ids
-    )
-    _seeded(seed)
-    BertModel(config).eval().save_pretrained(str(out / "_bert"))
-    body = models.Transformer(str(out / "_bert"), max_seq_length=128)
-    pooling = models.Pooling(config.hidden_size, "mean")
-    SentenceTransformer(modules=[body, pooling, models.Normalize()]).save(str(out))
-    _rmtree(out / "_bert")
-
-
-def _labse(out: Path, seed: int) -> None:
-    """sentence-transformers/LaBSE: a BERT with [CLS] pooling, a tanh Dense layer and
-    normalisation, as the published sentence-transformers modules."""
+def _sentence_bert(out: Path, seed: int, pooling: str = "mean", dense: bool = False) -> None:
+    """A BERT with the sentence-transformers modules saved beside it: `pooling`, a tanh
+    Dense layer where `dense`, and normalisation."""
     from sentence_transformers import SentenceTransformer, models
     from torch import nn
     from transformers import BertConfig, BertModel
@@ -94,11 +76,24 @@ def _labse(out: Path, seed: int) -> None:
     )
     _seeded(seed)
     BertModel(config).eval().save_pretrained(str(out / "_bert"))
-    body = models.Transformer(str(out / "_bert"), max_seq_length=128)
-    pooling = models.Pooling(config.hidden_size, "cls")
-    dense = models.Dense(config.hidden_size, config.hidden_size, activation_function=nn.Tanh())
-    SentenceTransformer(modules=[body, pooling, dense, models.Normalize()]).save(str(out))
+    modules = [models.Transformer(str(out / "_bert"), max_seq_length=128)]
+    modules.append(models.Pooling(config.hidden_size, pooling))
+    if dense:
+        modules.append(
+            models.Dense(config.hidden_size, config.hidden_size, activation_function=nn.Tanh())
+        )
+    SentenceTransformer(modules=[*modules, models.Normalize()]).save(str(out))
     _rmtree(out / "_bert")
+
+
+def _minilm(out: Path, seed: int) -> None:
+    """sentence-transformers/all-MiniLM-L6-v2: mean pooling, normalised."""
+    _sentence_bert(out, seed)
+
+
+def _labse(out: Path, seed: int) -> None:
+    """sentence-transformers/LaBSE: [CLS] pooling, a tanh Dense layer, normalised."""
+    _sentence_bert(out, seed, pooling="cls", dense=True)
 
 
 def _roberta_rinna(out: Path, seed: int) -> None:
