@@ -7,7 +7,7 @@ the same preset and seeds, one per precision (`metrics/eval/<run>/<task>.json`, 
 `<method>_s<seed>`), and writes each method's mean ± sd per precision, the difference and
 Welch's p between precisions, and each method's Δ vs `none` in both:
 
-    python bench/compare_precision.py --task unsup_sts_en \\
+    python bench/compare_precision.py --task unsup_sts_en --methods none simcse_unsup \\
         --a fp32=../run-fp32/metrics/eval --b bf16=../run-bf16/metrics/eval \\
         --out results/precision-en/comparison.json
 
@@ -28,14 +28,18 @@ from paracl.core.io import read_json, write_json
 SEEDED = re.compile(r"^(.+)_s\d+$")
 
 
-def scores(eval_dir: Path, task: str) -> tuple[dict[str, list[float]], dict]:
-    """{method: [score of each seed]} of one run's evaluations, and the precision record."""
+def scores(
+    eval_dir: Path, task: str, methods: list[str] | None = None
+) -> tuple[dict[str, list[float]], dict]:
+    """{method: [score of each seed]} of one run's evaluations (of `methods` only, where
+    given: a work tree also holds the committed default run's), and the precision record."""
     by_method: dict[str, list[float]] = {}
     ran_in: dict = {}
     for path in sorted(eval_dir.glob(f"*/{task}.json")):
-        run = path.parent.name
+        method = SEEDED.sub(r"\1", path.parent.name)
+        if methods and method not in methods:
+            continue
         record = read_json(path)
-        method = SEEDED.sub(r"\1", run)
         by_method.setdefault(method, []).append(record["score"])
         ran_in = record.get("ran_in") or ran_in
     if not by_method:
@@ -69,14 +73,15 @@ def main() -> None:
     parser.add_argument("--task", required=True)
     parser.add_argument("--a", required=True, help="NAME=EVAL_DIR, e.g. fp32=run/metrics/eval")
     parser.add_argument("--b", required=True, help="NAME=EVAL_DIR, e.g. bf16=run/metrics/eval")
+    parser.add_argument("--methods", nargs="*", help="the methods to compare (default: all)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     (name_a, dir_a), (name_b, dir_b) = (s.split("=", 1) for s in (args.a, args.b))
-    a, ran_a = scores(Path(dir_a), args.task)
-    b, ran_b = scores(Path(dir_b), args.task)
+    a, ran_a = scores(Path(dir_a), args.task, args.methods)
+    b, ran_b = scores(Path(dir_b), args.task, args.methods)
     out = {"task": args.task, "names": [name_a, name_b], "ran_in": [ran_a, ran_b],
            "rows": compare(a, b)}  # fmt: skip
-    write_json(args.out, out)
+    write_json(out, args.out)
     print(f"{len(out['rows'])} methods compared -> {args.out}")
 
 

@@ -67,13 +67,13 @@ def main() -> None:
     parser.add_argument("targets", nargs="*", help="dvc repro's arguments (default: all)")
     args = parser.parse_args()
     stages, total = timed_repro(args.targets)
-    write_json(args.out, {
+    write_json({
         "date": datetime.date.today().isoformat(),
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, bf16 kernels: {cpu_bf16() or 'none'}",
         "command": " ".join(["dvc repro", *args.targets]),
         "total_s": round(total, 1),
         "stages": stages,
-    })  # fmt: skip
+    }, args.out)  # fmt: skip
     print(f"{len(stages)} stages in {total / 60:.1f} min -> {args.out}")
 
 

@@ -218,11 +218,7 @@ def apply_preset(
     raises ParamsError (naming the key) and leaves params.yaml untouched.
     """
     params_path = Path(params_path)
-    if not params_path.is_file():
-        raise ParamsError(f"{params_path}: file not found")
-    y = _yaml()
-    original = params_path.read_text(encoding="utf-8")
-    doc = y.load(original)
+    y, original, doc = _load(params_path)
     try:
         merged = _checked(deep_merge(_plain(doc), preset))
     except ParamsError as err:
@@ -237,6 +233,15 @@ def apply_preset(
     return changed
 
 
+def _load(params_path: Path) -> tuple[Any, str, Any]:
+    """params.yaml as ruamel reads it (comments kept): the loader, the text and the doc."""
+    if not params_path.is_file():
+        raise ParamsError(f"{params_path}: file not found")
+    y = _yaml()
+    original = params_path.read_text(encoding="utf-8")
+    return y, original, y.load(original)
+
+
 def merge_preset(params: dict, preset: dict) -> dict:
     """`preset` deep-merged into `params`, with train_contrastive.runs rewritten from the
     merged methods and seeds: what `paracl preset` writes (plain data)."""
@@ -247,11 +252,7 @@ def expand(params_path: str | Path = "params.yaml", dry_run: bool = False) -> li
     """Rewrite params.yaml's train_contrastive.runs from its methods and seeds (`paracl
     expand`); return the change ([] when it was up to date). Validated before writing."""
     params_path = Path(params_path)
-    if not params_path.is_file():
-        raise ParamsError(f"{params_path}: file not found")
-    y = _yaml()
-    original = params_path.read_text(encoding="utf-8")
-    doc = y.load(original)
+    y, original, doc = _load(params_path)
     try:
         merged = _checked(_plain(doc))
     except ParamsError as err:

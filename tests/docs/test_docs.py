@@ -272,6 +272,10 @@ def test_time_repro_times_each_stage_until_the_next_one_starts(tmp_path, monkeyp
     assert [s["stage"] for s in stages] == ["fetch", "roundtrip"]
     assert stages[0]["seconds"] >= 0.3 and stages[1]["summary"] == "4 sentences"
     assert abs(sum(s["seconds"] for s in stages) - total) < 0.2
+    out = tmp_path / "times.json"
+    monkeypatch.setattr("sys.argv", ["time_repro.py", "--out", str(out)])
+    time_repro.main()
+    assert [s["stage"] for s in json.loads(out.read_text())["stages"]] == ["fetch", "roundtrip"]
 
 
 def _bench(name: str):
@@ -290,8 +294,11 @@ def test_precision_comparison_says_whether_bf16_moves_a_score_beyond_the_seed_sp
         for run, score in scores.items():
             (tmp_path / precision / run).mkdir(parents=True)
             (tmp_path / precision / run / "sts.json").write_text(json.dumps({"score": score}))
+    (tmp_path / "fp32" / "ppdb").mkdir()  # a committed run of another preset: left out
+    (tmp_path / "fp32" / "ppdb" / "sts.json").write_text(json.dumps({"score": 10.0}))
     bench = _bench("compare_precision")
-    rows = bench.compare(*(bench.scores(tmp_path / p, "sts")[0] for p in ("fp32", "bf16")))
+    methods = ["none", "simcse_unsup"]
+    rows = bench.compare(*(bench.scores(tmp_path / p, "sts", methods)[0] for p in ("fp32", "bf16")))
     assert [r["method"] for r in rows] == ["none", "simcse_unsup"]
     simcse = rows[1]
     assert simcse["a"]["mean"] == 73.0 and simcse["b"]["n"] == 2

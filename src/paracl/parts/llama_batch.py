@@ -177,8 +177,27 @@ class BatchedCompletions:
     def complete(self, prompts: Sequence[str], draws: Sequence[Sequence[Draw]]) -> list[list[str]]:
         """For each prompt, one completion per Draw of `draws[i]` (its grid: the prompt is
         read once, then forked); returns the texts in the same nesting, stripped."""
-        import llama_cpp
+        jobs = self._jobs(prompts, draws)
+        if not jobs:
+            return []
+        self._context(max(len(t) + max(d.max_tokens for d in g) + 1 for t, g in jobs))
+        results: list[list[str]] = [[""] * len(g) for _, g in jobs]
+        free = list(range(self.n_seq))[::-1]
+        active: dict[int, _Sequence] = {}  # slot -> sequence
+        queue = list(range(len(jobs)))[::-1]
+        while queue or active:
+            forks = self._admit(jobs, queue, free, active)
+            rows = self._feed(active)
+            self._decode()
+            self._fork(forks, rows, active)
+            self._take_tokens(rows, active, results, free)
+            free.sort(reverse=True)
+        return results
 
+    def _jobs(
+        self, prompts: Sequence[str], draws: Sequence[Sequence[Draw]]
+    ) -> list[tuple[list[int], list[Draw]]]:
+        """Each prompt's tokens after the shared prefix, with its draws (checked)."""
         jobs = []
         for prompt, grid in zip(prompts, draws, strict=True):
             tokens = self.llm.tokenize(prompt.encode(), add_bos=True)
@@ -187,61 +206,69 @@ class BatchedCompletions:
             if len(grid) > self.n_seq:
                 raise ValueError(f"{len(grid)} draws of one prompt exceed n_seq={self.n_seq}")
             jobs.append((tokens[len(self.prefix) :], list(grid)))
-        if not jobs:
-            return []
-        self._context(max(len(t) + max(d.max_tokens for d in g) + 1 for t, g in jobs))
-        results: list[list[str]] = [[""] * len(g) for _, g in jobs]
-        free = list(range(self.n_seq))[::-1]
-        active: dict[int, _Sequence] = {}  # slot -> sequence
-        forks: list[tuple[int, list[int]]] = []  # (reading slot, slots it forks into)
-        queue = list(range(len(jobs)))[::-1]
-        P = len(self.prefix)
-        while queue or active:
-            # Admit whole prompts while slots and batch room last (prompt order kept).
-            budget = MAX_BATCH_TOKENS - len(active)
-            while queue and len(jobs[queue[-1]][1]) <= len(free):
-                tokens, grid = jobs[queue[-1]]
-                if len(tokens) > budget and active:
-                    break
-                j = queue.pop()
-                slots = [free.pop() for _ in grid]
-                for k, (slot, draw) in enumerate(zip(slots, grid, strict=True)):
-                    rng = np.random.default_rng(draw.seed)
-                    active[slot] = _Sequence((j, k), draw, rng, tokens if k == 0 else [], P)
-                forks.append((slots[0], slots[1:]))
-                budget -= len(tokens)
-            rows = {}
-            for slot, seq in active.items():
-                for n, token in enumerate(seq.feed):
-                    row = self._add(token, seq.pos + n, slot, logits=n == len(seq.feed) - 1)
-                if seq.feed:
-                    rows[slot] = row
-                    seq.pos += len(seq.feed)
-            self._decode()
-            for reader, others in forks:
-                for slot in others:
-                    llama_cpp.llama_memory_seq_cp(self.memory, reader, slot, P, -1)
-                    rows[slot], active[slot].pos = rows[reader], active[reader].pos
-            forks = []
-            for slot in sorted(rows):
-                seq = active[slot]
-                token = self._sample(self._logits(rows[slot]), seq)
-                piece = (
-                    b"\n"
-                    if llama_cpp.llama_vocab_is_eog(self.vocab, token)
-                    else self.llm.detokenize([token])
-                )
-                seq.pieces.append(piece.split(b"\n", 1)[0])
-                if b"\n" in piece or len(seq.pieces) >= seq.draw.max_tokens:
-                    j, k = seq.index
-                    results[j][k] = b"".join(seq.pieces).decode("utf-8", "ignore").strip()
-                    llama_cpp.llama_memory_seq_rm(self.memory, slot, P, -1)
-                    del active[slot]
-                    free.append(slot)
-                else:
-                    seq.feed = [token]
-            free.sort(reverse=True)
-        return results
+        return jobs
+
+    def _admit(self, jobs: list, queue: list[int], free: list[int], active: dict) -> list:
+        """Admit whole prompts while slots and batch room last (prompt order kept); return
+        (reading slot, slots it forks into) of each admitted prompt."""
+        forks: list[tuple[int, list[int]]] = []
+        budget = MAX_BATCH_TOKENS - len(active)
+        while queue and len(jobs[queue[-1]][1]) <= len(free):
+            tokens, grid = jobs[queue[-1]]
+            if len(tokens) > budget and active:
+                break
+            j = queue.pop()
+            slots = [free.pop() for _ in grid]
+            for k, (slot, draw) in enumerate(zip(slots, grid, strict=True)):
+                rng = np.random.default_rng(draw.seed)
+                feed = tokens if k == 0 else []
+                active[slot] = _Sequence((j, k), draw, rng, feed, len(self.prefix))
+            forks.append((slots[0], slots[1:]))
+            budget -= len(tokens)
+        return forks
+
+    def _feed(self, active: dict[int, _Sequence]) -> dict[int, int]:
+        """Add each sequence's pending tokens to the batch; {slot: its logits row}."""
+        rows = {}
+        for slot, seq in active.items():
+            for n, token in enumerate(seq.feed):
+                row = self._add(token, seq.pos + n, slot, logits=n == len(seq.feed) - 1)
+            if seq.feed:
+                rows[slot] = row
+                seq.pos += len(seq.feed)
+        return rows
+
+    def _fork(self, forks: list, rows: dict[int, int], active: dict[int, _Sequence]) -> None:
+        """Copy a prompt read once into the slots of its other draws."""
+        import llama_cpp
+
+        for reader, others in forks:
+            for slot in others:
+                llama_cpp.llama_memory_seq_cp(self.memory, reader, slot, len(self.prefix), -1)
+                rows[slot], active[slot].pos = rows[reader], active[reader].pos
+
+    def _take_tokens(self, rows: dict, active: dict, results: list, free: list[int]) -> None:
+        """Sample one token per row; a sequence that ends (newline, EOG, max tokens) writes
+        its text and frees its slot."""
+        import llama_cpp
+
+        for slot in sorted(rows):
+            seq = active[slot]
+            token = self._sample(self._logits(rows[slot]), seq)
+            piece = (
+                b"\n"
+                if llama_cpp.llama_vocab_is_eog(self.vocab, token)
+                else self.llm.detokenize([token])
+            )
+            seq.pieces.append(piece.split(b"\n", 1)[0])
+            if b"\n" in piece or len(seq.pieces) >= seq.draw.max_tokens:
+                j, k = seq.index
+                results[j][k] = b"".join(seq.pieces).decode("utf-8", "ignore").strip()
+                llama_cpp.llama_memory_seq_rm(self.memory, slot, len(self.prefix), -1)
+                del active[slot]
+                free.append(slot)
+            else:
+                seq.feed = [token]
 
     @staticmethod
     def _sample(logits: np.ndarray, seq: _Sequence) -> int:
