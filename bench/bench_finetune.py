@@ -322,23 +322,13 @@ def tiny_model(args, out: Path) -> str:
     return tiny_bert(str(resolve_model(args.tiny_tokenizer).path), out / "tiny")
 
 
-def cpu_name() -> str:
-    """The CPU's model name from /proc/cpuinfo ("unknown" where there is none)."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return "unknown"
-    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
-    return names[0] if names else "unknown"
-
-
 def report(args, runs: dict[str, list[dict]], load: tuple[float, float]) -> dict:
     """The medians, the speed-ups and the loss checks."""
-    from paracl.core.device import precision_record
+    from paracl.core.device import cpu_model, precision_record
 
     cpu = torch.device("cpu")
     result = {
-        "date": date.today().isoformat(), "cpu": cpu_name(),
+        "date": date.today().isoformat(), "cpu": cpu_model(),
         "load_average": [round(x, 2) for x in load],
         "command": "python bench/bench_finetune.py " + " ".join(sys.argv[1:]),
         "model": f"tiny random BERT (2 layers, hidden 64; {args.tiny_tokenizer}'s tokenizer)"

@@ -16,27 +16,17 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import platform
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from paracl.core.device import cpu_bf16
+from paracl.core.device import cpu_bf16, cpu_model
 from paracl.core.io import write_json
 
 STAGE = re.compile(r"Running stage '([^']+)':")
 SUMMARY = re.compile(r"^\d\d:\d\d:\d\d ([\w@.-]+): (.+)$")
-
-
-def cpu_name() -> str:
-    """The CPU's model name from /proc/cpuinfo, with the flags that matter here."""
-    info = Path("/proc/cpuinfo")
-    text = info.read_text() if info.is_file() else ""
-    name = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
-    has = [f for f in ("avx512f", "amx_bf16") if re.search(rf"\b{f}\b", text)]
-    return f"{name.group(1) if name else platform.processor()} ({', '.join(has) or 'AVX2'})"
 
 
 def timed_repro(args: list[str]) -> tuple[list[dict], float]:
@@ -69,7 +59,7 @@ def main() -> None:
     stages, total = timed_repro(args.targets)
     write_json({
         "date": datetime.date.today().isoformat(),
-        "machine": f"{cpu_name()}, {os.cpu_count()} cores, bf16 kernels: {cpu_bf16() or 'none'}",
+        "machine": f"{cpu_model()}, {os.cpu_count()} cores, bf16 kernels: {cpu_bf16() or 'none'}",
         "command": " ".join(["dvc repro", *args.targets]),
         "total_s": round(total, 1),
         "stages": stages,

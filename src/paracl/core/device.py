@@ -86,6 +86,17 @@ def _cpuinfo_bf16() -> str | None:
     return next((name for flag, name in CPU_BF16_FLAGS.items() if flag in flags), None)
 
 
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo ("unknown" where there is none): what the
+    benchmarks record as the machine that measured them."""
+    try:
+        lines = CPUINFO.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "unknown"
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return names[0] if names else "unknown"
+
+
 def autocast_dtype(device: torch.device, precision: str = DEFAULT_PRECISION) -> torch.dtype | None:
     """The mixed-precision dtype for `device` under `precision`, or None to stay in fp32.
     The one place `auto` is resolved (every stage's autocast and loss scaler asks here)."""
