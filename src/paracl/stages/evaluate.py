@@ -64,7 +64,7 @@ def run_job(
     kinds = {"unsup_sts": _unsup_sts, "pi": _pi, "pi_xling": _pi_xling, "domain_sts": _jacsts,
              "retrieval": _qabot}  # fmt: skip
     run = kinds[info["kind"]]
-    ran_in = precision_record(device, cfg.get("precision", "fp32"))  # as _cache encodes
+    ran_in = precision_record(device, cfg["precision"])  # as _cache encodes
     return job_result(
         method, task, encoder_dir, train_metrics,
         lambda: {**run(task, info["lang"], encoder_dir, cfg, seed, device), "ran_in": ran_in},
@@ -72,9 +72,9 @@ def run_job(
 
 
 def _cache(model, cfg: dict) -> EmbeddingCache:
-    """The job's embedding cache, encoding under the run's `precision` (in cfg by the stage;
-    fp32 when absent, as a caller without it scored before)."""
-    return EmbeddingCache(model, cfg["encode_batch_size"], cfg.get("precision", "fp32"))
+    """The job's embedding cache, encoding under the run's `precision` (the top-level key,
+    put into cfg by the stage)."""
+    return EmbeddingCache(model, cfg["encode_batch_size"], cfg["precision"])
 
 
 def _sample_note(cfg: dict, seed: int) -> str:

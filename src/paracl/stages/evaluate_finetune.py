@@ -46,7 +46,7 @@ def finetune_seeds(cfg: dict, train_metrics: str | Path | None) -> list[int]:
     """evaluate.seeds, or evaluate.baseline_seeds for a run that trained nothing (its
     training metrics say loss none). A trained method's spread comes from its training
     seeds; the base's fine-tuned score has no other spread than its fine-tuning seeds."""
-    baseline = cfg.get("baseline_seeds")
+    baseline = cfg["baseline_seeds"]
     if baseline and train_metrics and Path(train_metrics).exists():
         if read_json(train_metrics).get("loss") == "none":
             return list(baseline)
@@ -72,7 +72,7 @@ def _cap(data: TaskData, caps: dict[str, int | None], seed: int) -> dict:
 def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[int]) -> dict:
     t = get_task(task)
     data = load_task_for(task, cfg, seed)
-    caps = {"train": cfg["max_train"], "dev": cfg["max_dev"], "test": cfg.get("max_test")}
+    caps = {"train": cfg["max_train"], "dev": cfg["max_dev"], "test": cfg["max_test"]}
     samples = _cap(data, caps, seed)
     for name, df in data.eval_sets.items():  # zero-shot / cross-lingual sets: test's cap
         data.eval_sets[name], samples[name] = sample_rows(df, caps["test"], seed, "label")
@@ -82,11 +82,11 @@ def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[
         batch_size=cfg["batch_size"] or t.batch_size,
         max_length=cfg["max_seq_length"],  # fine-tuning only; embedding tasks: as saved
         patience=cfg["patience"],
-        precision=cfg.get("precision", FinetuneConfig.precision),  # top-level, in by the stage
-        train_layers=cfg.get("train_layers"),
-        length_grouping=cfg.get("length_grouping", FinetuneConfig.length_grouping),
-        mini_batch_size=cfg.get("mini_batch_size", FinetuneConfig.mini_batch_size),
-        head=cfg.get("finetune_head", FinetuneConfig.head),
+        precision=cfg["precision"],  # top-level, in by the stage
+        train_layers=cfg["train_layers"],
+        length_grouping=cfg["length_grouping"],
+        mini_batch_size=cfg["mini_batch_size"],
+        head=cfg["finetune_head"],
     )
     out = finetune_task(encoder_dir, data, ft, seeds, device)
     paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size, "source": t.hp_source}

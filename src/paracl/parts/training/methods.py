@@ -319,7 +319,7 @@ def _train_config(cfg: dict, seed: int, mega_batch: int) -> TrainConfig:
         seed=seed,
         mega_batch=mega_batch,
         length_grouping=cfg["length_grouping"],
-        precision=cfg.get("precision", TrainConfig.precision),  # top-level (run.train_config)
+        precision=cfg["precision"],  # top-level (run.train_config)
         **selection_config(cfg),
     )
 
