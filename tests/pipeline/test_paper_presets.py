@@ -359,6 +359,17 @@ def test_paper_preset_runs_end_to_end(name, tiny_hub, mirror, tmp_path):
     log = tmp_path / "repro.log"
     proc = repro(project, env | hub_cache.hub_env(tiny_hub), log)
     assert proc.returncode == 0, log.read_text(errors="replace")[-8000:]
+    check_paper_summary(project, name)
+    fetched = yaml.safe_load((project / "metrics/fetch.json").read_text())
+    assert fetched["registry"] == env["PARACL_DATA_REGISTRY"]
+    shutil.rmtree(project / ".dvc" / "cache", ignore_errors=True)
+
+
+def check_paper_summary(project: Path, name: str) -> None:
+    """What a researcher reads after the run: Table 3's columns in the paper's order, a
+    score in every measure cell of every method, and each claim of the preset's papers on
+    its own measure with >= 2 training seeds a side. (Δ and p cells may be empty or say why
+    not, e.g. "n/a (1 seed)" for a one-run method, which no claim rests on.)"""
     params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
     summary = squeezed((project / "metrics/summary.md").read_text(encoding="utf-8"))
     groups, columns = table3_header(summary)
@@ -366,13 +377,16 @@ def test_paper_preset_runs_end_to_end(name, tiny_hub, mirror, tmp_path):
     expected = TABLE3 if name == "paper-en" else TABLE3_JA
     # unsupervised columns (STS, PI) come after Table 3's, in their own group
     assert finetuned[: len(expected)] == expected, (groups, columns)
-    methods = params["train_contrastive"]["methods"]
-    for method in methods:
+    titles = [f"{g}: {c}" if g else c for g, c in zip(groups, columns, strict=True)]
+    for method in params["train_contrastive"]["methods"]:
         row = next((r for r in summary.splitlines() if r.startswith(f"| {method} ")), None)
         assert row is not None, f"no row for {method}:\n{summary}"
-        assert "n/a" not in row, f"{method} has an empty cell:\n{summary}"
+        cells = [c.strip() for c in row.strip()[1:-1].split(" | ")]
+        scores = {t: c for t, c in zip(titles[1:], cells[1:], strict=True)
+                  if not t.startswith(("Δ", "p ("))}  # fmt: skip
+        empty = [t for t, c in scores.items() if not c or c.startswith("n/a")]
+        assert not empty, f"{method} has no score under {empty}:\n{summary}"
     assert " by set (" in summary, "the unsupervised STS breakdown (SimCSE Table 5 layout)"
-    # every claim of the preset's papers tested on its own measure with >= 2 seeds a side
     found = json.loads((project / "metrics/summary.json").read_text())["claims"]
     ours = [c for c in found if c["claim"].startswith(PAPER_CLAIMS[name])]
     assert all(any(c["claim"].startswith(p) for c in ours) for p in PAPER_CLAIMS[name]), found
@@ -380,9 +394,6 @@ def test_paper_preset_runs_end_to_end(name, tiny_hub, mirror, tmp_path):
         assert "untested" not in c and min(c["n_seeds"]) >= 2, c
         sts = c["claim"].startswith(("Round trip", "JCSE"))
         assert c["measure"] == ("sts" if sts else "finetune"), c  # STS claims: STS alone
-    fetched = yaml.safe_load((project / "metrics/fetch.json").read_text())
-    assert fetched["registry"] == env["PARACL_DATA_REGISTRY"]
-    shutil.rmtree(project / ".dvc" / "cache", ignore_errors=True)
 
 
 def test_a_tiny_llama_written_as_gguf_runs_on_llama_cpp_as_in_transformers(tiny_llama, tmp_path):
