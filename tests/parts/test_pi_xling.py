@@ -228,6 +228,17 @@ def test_the_papers_claims_are_judged_over_seeds():
     assert sm.verdict(within) == ("holds" if within["holds"] else "does not hold")
     text = sm.to_markdown(summary)
     assert sm.PI_MEASURES["pi_ja"] in text  # the claim's "On" names its PI accuracy
+    # the paper presets' rows (labse_*): the same tests, the base's one value included
+    labse = {f"labse_{name}": [f"labse_{r}" for r in runs] for name, runs in groups.items()}
+    renamed = {f"labse_{r}": v for r, v in results.items()}
+    tested = sm.build_summary(renamed, ["pi_xling", "paws_xling"], "all", labse)["claims"]
+    assert [(c["method"], c["other"], c["n_seeds"], c["p"]) for c in tested] == [
+        (f"labse_{c['method']}", _labse(c["other"]), c["n_seeds"], c["p"]) for c in summary["claims"]
+    ]  # fmt: skip
+
+
+def _labse(row: str) -> str:
+    return "labse_none + cross-encoder" if row == sm.CROSS_ENCODER else f"labse_{row}"
 
 
 def test_cross_pairs_of_googles_layout_are_aligned_by_id(tmp_path):

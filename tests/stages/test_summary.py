@@ -336,3 +336,36 @@ def test_an_sts_claim_reads_the_sts_columns_alone():
     renamed = {"simcse_unsup" if k == "simcse_unsup_rt" else k: v for k, v in groups.items()}
     [claim] = build_summary(results, ["unsup_sts_en", "pi_en"], "all", renamed)["claims"]
     assert claim["other"] == "simcse_unsup" and claim["measure"] == "sts"
+
+
+def _tuned(scores: list[float], metric: str = "spearman") -> dict:
+    """A fine-tuning job's JSON: one test score per fine-tuning seed."""
+    runs = [{"seed": i + 1, "test": {metric: s}} for i, s in enumerate(scores)]
+    return {**_finetuned(sum(scores) / len(scores)), "metric": metric, "runs": runs,
+            "test": {"n": len(scores)}}  # fmt: skip
+
+
+def test_the_pi_papers_jobs_stay_out_of_the_ppdb_papers_fine_tuned_average():
+    """paper-en scores every method on Table 3's tasks and on the PI paper's two jobs
+    (pi_xling_full, a bi-encoder; pawsx_xling, a cross-encoder). The PPDB claim is judged on
+    Table 3's fine-tuned average alone, one value per fine-tuning seed of each one-run
+    method; the bi-encoder's accuracy is a PI column and the cross-encoder its own."""
+    bi = {"kind": "pi_xling", "score": 70.0, "official_split": True,
+          "breakdown": {"en": 80.0, "ja": 60.0, "en_ja": 70.0, "ja_en": 70.0},
+          "encoder": {"base_model": {"id": "tiny/base"}}}  # fmt: skip
+    stsb = {"none": [50.0, 52.0], "ppdb": [60.0, 64.0], "simcse_unsup": [55.0, 57.0]}
+    cross = _tuned([99.0, 97.0], "accuracy")
+    for run in cross["runs"]:  # the zero-shot and cross-lingual sets, scored per seed
+        run["eval_sets"] = {k: {"accuracy": 90.0} for k in ("ja", "en_ja", "ja_en")}
+    results = {m: {"stsb": _tuned(s), "pi_xling_full": bi, "pawsx_xling": cross}
+               for m, s in stsb.items()}  # fmt: skip
+    tasks = ["stsb", "pi_xling_full", "pawsx_xling"]
+    summary = build_summary(results, tasks, "finetune", {m: [m] for m in results})
+    assert summary["measures"] == ["pi", "finetune", "pi_ce"]
+    ppdb = summary["methods"]["ppdb"]
+    assert ppdb["avg"] == pytest.approx(62.0)  # Avg. over Table 3's tasks only
+    assert ppdb["measures"]["finetune"]["avg"] == pytest.approx(62.0)
+    assert ppdb["measures"]["pi"]["avg"] == pytest.approx(70.0)
+    claim = next(c for c in summary["claims"] if c["other"] == "simcse_unsup")
+    assert claim["measure"] == "finetune" and claim["n_seeds"] == [2, 2]
+    assert claim["diff"] == pytest.approx(6.0)
