@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from stage_helpers import squeezed
 
 from paracl.core.errors import InputError
 from paracl.parts.evaluation import readers
@@ -211,6 +212,9 @@ def test_table_one_and_two_are_rendered_from_the_jobs_json():
     row = next(line for line in two.splitlines() if line.startswith("| none "))
     assert "| 49.5 " in row and "| 90.0 " in row and "| 53.5 " in row  # (50+49)/2, 90, (55+52)/2
     assert "Alignment" in text and "| 0.500 " in text
+    header = text.splitlines()[0]  # cross- and bi-encoder accuracy: never one average
+    assert "| PI acc |" in squeezed(header) and "| PI acc (cross-encoder) |" in squeezed(header)
+    assert "Avg." not in header
 
 
 def test_the_papers_claims_are_judged_over_seeds():

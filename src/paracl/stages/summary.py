@@ -536,11 +536,12 @@ def _signed(value: float, fmt: str) -> str:
 
 def _avg_blocks(summary: dict) -> list[tuple[str, str | None]]:
     """The average columns after the tasks: (title, measure) each. One `Avg.` (avg_over)
-    where the table has no fine-tuned column or nothing else; with fine-tuned and other
-    columns, one average per measure (STS, PI, domain, fine-tuned: a method without the
-    fine-tuned column still has the others)."""
+    where the table has no fine-tuned column or nothing else; with fine-tuned (or
+    cross-encoder) and other columns, one average per measure (STS, PI, domain, fine-tuned:
+    a method without the fine-tuned column still has the others; a cross-encoder's accuracy
+    is never averaged with a bi-encoder's)."""
     kinds = summary.get("measures") or []
-    if len(kinds) > 1 and "finetune" in kinds:
+    if len(kinds) > 1 and {"finetune", "pi_ce"} & set(kinds):  # fine-tuned beside cosine
         return [({**OLD_MEASURES, **MEASURES}[m], m) for m in kinds]
     return [("Avg.", None)]
 
