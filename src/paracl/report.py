@@ -51,7 +51,8 @@ IMG = Path("docs/img")
 METHOD_ORDER = ("none", "simcse_unsup", "simcse_wiki", "simcse_wiki_domain", "simcse_sup",
                 "ppdb", "roundtrip", "roundtrip_greedy", "paraphraser", "paraphraser_bleu0_5",
                 "paraphraser_bleu20", "paraphraser_bleu40", "jcse", "jcse_unadapted",
-                "jcse_two_stage", "ams", "ebsim", "ebsim_no_aa")  # fmt: skip
+                "jcse_two_stage", "ams", "ebsim", "ebsim_no_aa",
+                "infonce", "ams_pos", "ams_hn", "ams_full")  # fmt: skip  (pi-en-ja's rows)
 
 # Committed results measured before the method-fidelity fixes (issue 29), by the sha256 of
 # their data: every row on SmolLM2 embedded its chat template (‡), jcse / jcse_two_stage
@@ -135,10 +136,15 @@ def ordered(summary: dict) -> dict:
 def split_parts(markdown: str) -> dict[str, str]:
     """to_markdown's output cut into its parts (paragraphs are blank-line separated)."""
     paras = markdown.strip("\n").split("\n\n")
-    parts = {"all": markdown.strip("\n"), "table": "\n\n".join(paras[:2]), "sets": "", "claims": ""}
+    parts = {"all": markdown.strip("\n"), "table": "\n\n".join(paras[:2]), "sets": "", "claims": "",
+             "pi": ""}  # fmt: skip
     for i, para in enumerate(paras):
         if re.match(r"^[^|\n]* by set \(", para):
             parts["sets"] = "\n\n".join(paras[i : i + 2])
+        elif para.startswith("Table I ("):  # the PI paper's tables, up to the claims
+            claims = (j for j in range(i, len(paras)) if paras[j].startswith("The papers' claims"))
+            end = next(claims, len(paras))
+            parts["pi"] = "\n\n".join(paras[i:end])
         elif para.startswith("The papers' claims"):
             end = next((j for j in range(i, len(paras)) if paras[j].startswith("Base model")), None)
             parts["claims"] = "\n\n".join(paras[i:end])

@@ -318,3 +318,17 @@ def test_the_rows_train_on_the_tasks_train_split(entry, tiny_bert, tmp_path, one
     metrics = train_method(spec, cfg, 1, torch.device("cpu"), tmp_path / "enc", str(dev))
     assert metrics["examples"] == 16  # 20 positives, a fixed 20 % of all 30 pairs held out
     assert metrics["steps"] == 4 and (tmp_path / "enc").is_dir()
+
+
+def test_the_results_page_shows_the_pi_papers_tables_as_their_own_part():
+    """docs/results.md's `<!-- report:pi-en-ja:pi -->` block: Table I, Table II and the
+    embedding space, without the main table or the claims (their own parts)."""
+    from paracl.report import split_parts
+
+    results, groups = _results()
+    text = sm.to_markdown(sm.build_summary(results, ["pi_xling", "paws_xling"], "all", groups))
+    pi = split_parts(text)["pi"]
+    assert pi.startswith("Table I (") and "Table II" in pi and "Embedding space" in pi
+    assert "The papers' claims" not in pi and "| Method " not in pi
+    only_base = sm.build_summary({"none": results["none"]}, ["pi_xling", "paws_xling"], "all")
+    assert split_parts(sm.to_markdown(only_base))["pi"].startswith("Table I (")  # no claims yet
