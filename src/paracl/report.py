@@ -47,12 +47,13 @@ EXTRA_PARTS = ("plot", "heatmaps", "curve")
 CURVE = "learning_curve.csv"  # `paracl learning-curve`'s table, committed beside a summary
 PARAMS_PAGE = Path("docs/reference/params.md")
 IMG = Path("docs/img")
-# Row order of the tables (the JSON's keys are sorted); unknown methods follow, sorted.
+# Row order of the tables (the JSON's keys are sorted; pi-en-ja's rows last); unknown
+# methods follow, sorted.
 METHOD_ORDER = ("none", "simcse_unsup", "simcse_wiki", "simcse_wiki_domain", "simcse_sup",
                 "ppdb", "roundtrip", "roundtrip_greedy", "paraphraser", "paraphraser_bleu0_5",
                 "paraphraser_bleu20", "paraphraser_bleu40", "jcse", "jcse_unadapted",
                 "jcse_two_stage", "ams", "ebsim", "ebsim_no_aa",
-                "infonce", "ams_pos", "ams_hn", "ams_full")  # fmt: skip  (pi-en-ja's rows)
+                "infonce", "ams_pos", "ams_hn", "ams_full")  # fmt: skip
 
 # Committed results measured before the method-fidelity fixes (issue 29), by the sha256 of
 # their data: every row on SmolLM2 embedded its chat template (‡), jcse / jcse_two_stage
