@@ -42,7 +42,7 @@ from paracl.core.tables import markdown_table
 MARKER = re.compile(
     r"<!-- report:(@?[A-Za-z0-9_.-]+)(?::([a-z]+))? -->\n(.*?)<!-- /report -->\n", re.S
 )
-PARTS = ("all", "table", "sets", "claims")
+PARTS = ("all", "table", "sets", "claims", "pi")
 EXTRA_PARTS = ("plot", "heatmaps", "curve")
 CURVE = "learning_curve.csv"  # `paracl learning-curve`'s table, committed beside a summary
 PARAMS_PAGE = Path("docs/reference/params.md")
