@@ -602,7 +602,12 @@ def render_block(root: Path, page: Path, name: str, part: str) -> str:
     text = render_theta(results, name) if theta else render_summary(results, name, part)
     where = f"{source}exp-show-*.json" if theta else f"{source}summary.json"
     image = f"\n\n{_image(root, page, name)}" if part in ("all", "table") else ""
-    return f"{text}{image}\n\n{caption(results / name, where)}"
+    small = (
+        caption(results / name, where)  # the table says when, where and how; its parts point back
+        if part in ("all", "table")
+        else f"<small>Rendered by `paracl report` from `{where}`.</small>"
+    )
+    return f"{text}{image}\n\n{small}"
 
 
 MEASURED = "measured.json"  # results/<name>/measured.json: when, where, how a result was made

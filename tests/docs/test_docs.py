@@ -187,7 +187,7 @@ def test_every_result_says_when_where_and_how_it_was_measured():
 # Words per page (`len(text.split())` of the Markdown source, generated tables included):
 # a guide is read, so it stays short; history goes to the changelog's pages.
 BUDGETS = {
-    "docs/results.md": 4000,
+    "docs/results.md": 4300,  # its generated claims overview grows a row per committed claim
 }
 PAGE_BUDGET = 3000
 GENERATED_PAGES = {"docs/reference/params.md"}
