@@ -125,10 +125,24 @@ def _marks(name: str, row: dict, stale: bool) -> str:
 
 
 def ordered(summary: dict) -> dict:
-    """The summary with its rows in METHOD_ORDER."""
+    """The summary with its rows in METHOD_ORDER (the PI tables' too: a cross-encoder
+    right after the method it fine-tunes, paper-en's labse_* rows by their method)."""
     rank = {m: i for i, m in enumerate(METHOD_ORDER)}
     names = sorted(summary["methods"], key=lambda m: (rank.get(m, len(rank)), m))
-    return {**summary, "methods": {m: summary["methods"][m] for m in names}}
+    out = {**summary, "methods": {m: summary["methods"][m] for m in names}}
+    if summary.get("pi_xling"):
+
+        def pi_key(row: str) -> tuple:
+            method, _, tuned = row.removeprefix("labse_").partition(" + ")
+            method = "none" if method == "cross-encoder" else method
+            return (rank.get(method, len(rank)), bool(tuned) or row.endswith("cross-encoder"), row)
+
+        rows = summary["pi_xling"]["rows"]
+        out["pi_xling"] = {
+            **summary["pi_xling"],
+            "rows": {r: rows[r] for r in sorted(rows, key=pi_key)},
+        }
+    return out
 
 
 # -- rendering tables --------------------------------------------------------------------
@@ -235,8 +249,10 @@ def effect_panels(summary: dict) -> list[tuple[str, dict[str, list[float]]]]:
     kinds = summary.get("measures") or []
     if not kinds:
         return [("Avg.", {m: values(r.get("runs")) for m, r in rows.items()})]
-    return [(MEASURES.get(k, k), {m: values(((r.get("measures") or {}).get(k) or {}).get("runs"))
-                                  for m, r in rows.items()}) for k in kinds]  # fmt: skip
+    panels = [(MEASURES.get(k, k), {m: values(((r.get("measures") or {}).get(k) or {}).get("runs"))
+                                    for m, r in rows.items()}) for k in kinds]  # fmt: skip
+    # a measure only none has (pi-en-ja's cross-encoder) has no Δ to draw
+    return [(k, v) for k, v in panels if any(x for m, x in v.items() if m != "none")]
 
 
 def plot_summary(summary: dict, path: Path, title: str, marks: dict[str, str]):

@@ -332,3 +332,17 @@ def test_the_results_page_shows_the_pi_papers_tables_as_their_own_part():
     assert "The papers' claims" not in pi and "| Method " not in pi
     only_base = sm.build_summary({"none": results["none"]}, ["pi_xling", "paws_xling"], "all")
     assert split_parts(sm.to_markdown(only_base))["pi"].startswith("Table I (")  # no claims yet
+
+
+def test_the_pi_tables_keep_the_papers_row_order_through_the_committed_json():
+    """summary.json is written with sorted keys; the page renders Table I as the paper
+    orders it: the base, its cross-encoder, then the ablations up to the full method."""
+    import json
+
+    from paracl.report import ordered
+
+    results, groups = _results()
+    summary = sm.build_summary(results, ["pi_xling", "paws_xling"], "all", groups)
+    committed = json.loads(json.dumps(summary, sort_keys=True))
+    rows = list(ordered(committed)["pi_xling"]["rows"])
+    assert rows == ["none", "cross-encoder", "ams_pos", "ams_hn", "ams_full"]
