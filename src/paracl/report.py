@@ -127,15 +127,17 @@ def _marks(name: str, row: dict, stale: bool) -> str:
 def ordered(summary: dict) -> dict:
     """The summary with its rows in METHOD_ORDER (the PI tables' too: a cross-encoder
     right after the method it fine-tunes, paper-en's labse_* rows by their method)."""
+    from paracl.stages.summary import CROSS_ENCODER
+
     rank = {m: i for i, m in enumerate(METHOD_ORDER)}
     names = sorted(summary["methods"], key=lambda m: (rank.get(m, len(rank)), m))
     out = {**summary, "methods": {m: summary["methods"][m] for m in names}}
     if summary.get("pi_xling"):
 
         def pi_key(row: str) -> tuple:
-            method, _, tuned = row.removeprefix("labse_").partition(" + ")
-            method = "none" if method == "cross-encoder" else method
-            return (rank.get(method, len(rank)), bool(tuned) or row.endswith("cross-encoder"), row)
+            method = row.removeprefix("labse_").split(" + ")[0]  # "labse_none + cross-encoder"
+            method = "none" if method == CROSS_ENCODER else method
+            return (rank.get(method, len(rank)), row.endswith(CROSS_ENCODER), row)
 
         rows = summary["pi_xling"]["rows"]
         out["pi_xling"] = {
@@ -153,16 +155,19 @@ def split_parts(markdown: str) -> dict[str, str]:
     paras = markdown.strip("\n").split("\n\n")
     parts = {"all": markdown.strip("\n"), "table": "\n\n".join(paras[:2]), "sets": "", "claims": "",
              "pi": ""}  # fmt: skip
+
+    def until(i: int, prefix: str) -> str:
+        """Paragraphs i.. up to the first that starts with `prefix` (or the end)."""
+        end = next((j for j in range(i, len(paras)) if paras[j].startswith(prefix)), len(paras))
+        return "\n\n".join(paras[i:end])
+
     for i, para in enumerate(paras):
         if re.match(r"^[^|\n]* by set \(", para):
             parts["sets"] = "\n\n".join(paras[i : i + 2])
         elif para.startswith("Table I ("):  # the PI paper's tables, up to the claims
-            claims = (j for j in range(i, len(paras)) if paras[j].startswith("The papers' claims"))
-            end = next(claims, len(paras))
-            parts["pi"] = "\n\n".join(paras[i:end])
+            parts["pi"] = until(i, "The papers' claims")
         elif para.startswith("The papers' claims"):
-            end = next((j for j in range(i, len(paras)) if paras[j].startswith("Base model")), None)
-            parts["claims"] = "\n\n".join(paras[i:end])
+            parts["claims"] = until(i, "Base model")
     return parts
 
 
