@@ -430,7 +430,7 @@ def render_claims(root: Path) -> str:
     opening table. Tables kept only for comparison (PRE_FIX) are left out; a claim that
     two presets share with the same numbers (effect-ja's unsupervised jobs are
     effect-ja-finetune's too) is one row naming both."""
-    from paracl.stages.summary import MEASURES, OLD_MEASURES, format_p, verdict
+    from paracl.stages.summary import format_p, measure_title, verdict
 
     rows: dict[tuple, list] = {}
     for name in result_names(root / "results"):
@@ -443,7 +443,7 @@ def render_claims(root: Path) -> str:
             p = "n/a" if c["p"] is None else format_p(c["p"])
             diff = ("+" if c["diff"] >= 0 else "−") + f"{abs(c['diff']):.1f}"
             n = " vs ".join(str(k) for k in c["n_seeds"])
-            measure = {**OLD_MEASURES, **MEASURES}.get(c.get("measure"), "Avg.")
+            measure = measure_title(c.get("measure"))
             cells = [c["claim"], measure, diff, p, n, verdict(c)]
             rows.setdefault(tuple(cells), []).append(f"[{name}](#{name})")
     table = [[cells[0], ", ".join(names), *cells[1:]] for cells, names in rows.items()]

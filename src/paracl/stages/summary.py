@@ -137,6 +137,12 @@ NOT_RUN = "not run for this method (evaluate.finetune_methods)"
 NO_FILE = "not run (no metrics file)"
 
 
+def measure_title(measure: str | None) -> str:
+    """A claim's or column's measure as the tables name it (any measure a summary.json may
+    hold: today's, a PI claim's, an older file's); `Avg.` for none."""
+    return {**OLD_MEASURES, **MEASURES, **PI_MEASURES}.get(measure, "Avg.")
+
+
 def measure_of(task: str) -> str:
     """The measure a column counts towards (MEASURES). The cross-lingual PI paper's
     cross-encoder (a fine-tuned PAWS task, PI_XLING) has its own: it is not one of the
@@ -684,7 +690,7 @@ def _claims(summary: dict, fmt: str) -> list[str]:
     if tested:  # no table header without a row
         table = []
         for c in tested:
-            on = MEASURES.get(c.get("measure")) or PI_MEASURES.get(c.get("measure"), "Avg.")
+            on = measure_title(c.get("measure"))
             diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
             p = "n/a" if c["p"] is None else format_p(c["p"])
             table.append([c["claim"], on, diff, p, verdict(c)])
