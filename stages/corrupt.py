@@ -17,7 +17,9 @@ corpus that are rare in the reference corpus (`domain_vocabulary`; null when the
 is the reference).
 """
 
+from paracl.core.distributed.sharded import Engine
 from paracl.core.key_figures import write_metrics
+from paracl.core.params import RunSettings
 from paracl.core.stage import args, run
 from paracl.stages.corrupt import corrupt_corpus
 
@@ -27,7 +29,12 @@ KEY_FIGURES = ("negatives",)
 
 def main(params: dict) -> None:
     paths = args("corpus", "model", "negatives", "metrics", "reference")
-    metrics = corrupt_corpus(paths.corpus, paths.model, paths.negatives, params, paths.reference)
+    settings, engine = RunSettings.of(params), Engine.from_params(params)
+    base = params["adapt_filler"]["model"][settings.lang]  # the filler `unadapted` names
+    metrics = corrupt_corpus(
+        paths.corpus, paths.model, paths.negatives, params["corrupt"], settings, engine, base,
+        paths.reference,
+    )  # fmt: skip
     write_metrics(metrics, paths.metrics, KEY_FIGURES)
 
 

@@ -15,9 +15,11 @@ import logging
 
 from paracl.core import schemas
 from paracl.core.device import seed_everything
+from paracl.core.distributed.sharded import Engine
 from paracl.core.io import check_parquet, read_json
 from paracl.core.key_figures import write_metrics
 from paracl.core.models import check_model_dir
+from paracl.core.params import RunSettings
 from paracl.core.stage import args, run
 from paracl.parts import paraphraser
 from paracl.parts.tags import adherence as tag_adherence
@@ -48,18 +50,21 @@ def main(params: dict) -> None:
             paths.out,
         )
     tags = [s + b for s, b in requested]
+    settings, engine = RunSettings.of(params), Engine.from_params(params)
     manifest, n_sentences = generation.generate_sharded(
-        paths.corpus, paths.model, paths.scorer, paths.out, params, info, tags
+        paths.corpus, paths.model, paths.scorer, paths.out, cfg, settings, engine, info, tags
     )
     base, _ = generation.generate_sharded(
         paths.corpus,
         paths.model,
         paths.scorer,
         paths.baseline,
-        params,
+        cfg,
+        settings,
+        engine,
         info,
         [tag_adherence.BASELINE],
-        run=cfg["baseline"],
+        enabled=cfg["baseline"],
     )
     per_tag, panels = tag_adherence.measure(
         paths.out, requested, lang, cfg["heatmap_min_words"], paths.baseline

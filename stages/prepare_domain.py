@@ -6,7 +6,9 @@ The input is `prepare_domain.corpora[name]`; the work (and what the mix is for) 
 paracl.stages.prepare_domain.
 """
 
+from paracl.core.distributed.sharded import Engine
 from paracl.core.key_figures import write_metrics
+from paracl.core.params import RunSettings
 from paracl.core.stage import args, run
 from paracl.stages.prepare_domain import build_domain
 
@@ -16,7 +18,11 @@ KEY_FIGURES = ("kept",)
 
 def main(params: dict) -> None:
     paths = args("name", "main", "corpus", "mix", "metrics")
-    metrics = build_domain(params, paths.name, paths.main, paths.corpus, paths.mix)
+    settings, engine = RunSettings.of(params), Engine.from_params(params)
+    metrics = build_domain(
+        params["prepare_domain"], params["prepare_corpus"], settings, engine,
+        paths.name, paths.main, paths.corpus, paths.mix,
+    )  # fmt: skip
     write_metrics(metrics, paths.metrics, KEY_FIGURES)
 
 

@@ -15,8 +15,9 @@ import sys
 import time
 
 from paracl.core.device import seed_everything, select_device
+from paracl.core.distributed.sharded import Engine
 from paracl.core.key_figures import write_metrics
-from paracl.core.params import ParamsError
+from paracl.core.params import ParamsError, RunSettings
 from paracl.core.stage import args, run
 from paracl.stages import roundtrip as translate
 
@@ -31,11 +32,10 @@ def main(params: dict) -> None:
     mode = getattr(paths, "mode", params["roundtrip"]["mode"])
     if mode not in ("sample", "greedy"):
         raise ParamsError(f"stages/roundtrip.py: MODE must be sample or greedy, got {mode!r}")
-    params = {**params, "roundtrip": {**params["roundtrip"], "mode": mode}}
-    cfg, seed = params["roundtrip"], params["seed"]
-    seed_everything(seed)
+    cfg, run_settings = {**params["roundtrip"], "mode": mode}, RunSettings.of(params)
+    seed_everything(run_settings.seed)
     settings = translate.decoding_settings(cfg)
-    device = select_device(params["device"])
+    device = select_device(run_settings.device)
     models = {
         "forward_model": translate.describe(cfg["forward_model"], 0, device),
         "backward_model": translate.describe(cfg["backward_model"], 1, device),
@@ -44,7 +44,7 @@ def main(params: dict) -> None:
     models["paper_model"] = (cfg["forward_model"], cfg["backward_model"]) == translate.PAPER_MODELS
     started = time.perf_counter()
     manifest, n_sentences = translate.round_trip_sharded(
-        paths.corpus, paths.candidates, params, models
+        paths.corpus, paths.candidates, cfg, run_settings, Engine.from_params(params), models
     )
     seconds = time.perf_counter() - started
     stand_in = models["forward_model"]["stand_in"] or models["backward_model"]["stand_in"]

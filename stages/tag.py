@@ -11,8 +11,10 @@ see paracl.stages.tag.
 import logging
 
 from paracl.core import schemas
+from paracl.core.distributed.sharded import Engine
 from paracl.core.io import read_metadata, write_parquet
 from paracl.core.key_figures import write_metrics
+from paracl.core.params import RunSettings
 from paracl.core.stage import args, run
 from paracl.parts.tags import heatmap, tagging
 from paracl.stages import tag as scoring
@@ -31,8 +33,9 @@ def main(params: dict) -> None:
     cfg, seed = params["tag"], params["seed"]
     source_meta = read_metadata(paths.candidates)
     manifest, n_candidates = scoring.score_candidates(
-        paths.candidates, paths.scorer, paths.scored, params
-    )
+        paths.candidates, paths.scorer, paths.scored, cfg, RunSettings.of(params),
+        Engine.from_params(params),
+    )  # fmt: skip
     summary = scoring.summarize_scored(paths.scored, seed, cfg["heatmap_max_pairs"])
     per_share = {s: cfg[f"{s}_per_share"] for s in tagging.SPLITS}
     tagged, cells = tagging.balanced_split(summary.good, per_share, seed)

@@ -13,7 +13,7 @@ relaunches it under torchrun on N processes; a killed run resumes from its check
 
 from pathlib import Path
 
-from paracl.core.params import ParamsError, expand_runs
+from paracl.core.params import ParamsError, RunSettings, expand_runs
 from paracl.core.stage import args, run
 from paracl.parts.training.methods import method_spec, run_config
 from paracl.stages.train_contrastive import run_method
@@ -28,8 +28,10 @@ def main(params: dict) -> None:
         raise ParamsError(f"train_contrastive.runs has no {paths.run!r} (has: {known})")
     this = runs[paths.run]
     spec = method_spec(this["method"], cfg["methods"][this["method"]], this)
-    params = {**params, "train_contrastive": run_config(spec, cfg)}
-    run_method(spec, params, Path(paths.encoder), Path(paths.metrics), Path(paths.curves))
+    section, settings = run_config(spec, cfg), RunSettings.of(params)
+    run_method(
+        spec, section, settings, Path(paths.encoder), Path(paths.metrics), Path(paths.curves)
+    )
 
 
 if __name__ == "__main__":

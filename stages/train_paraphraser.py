@@ -7,6 +7,7 @@ The work is paracl.stages.train_paraphraser.
 """
 
 from paracl.core.key_figures import write_metrics
+from paracl.core.params import RunSettings
 from paracl.core.stage import args, run
 from paracl.stages.train_paraphraser import train
 
@@ -16,7 +17,8 @@ KEY_FIGURES = ("best_dev_loss",)
 
 def main(params: dict) -> None:
     paths = args("tagged", "model", "metrics", "loss_csv")
-    metrics = train(params, paths.tagged, paths.model, paths.loss_csv)
+    cfg, settings = params["train_paraphraser"], RunSettings.of(params)
+    metrics = train(cfg, settings, paths.tagged, paths.model, paths.loss_csv)
     write_metrics(metrics, paths.metrics, KEY_FIGURES)
 
 

@@ -7,6 +7,7 @@ the paper's cross-encoder).
 """
 
 from paracl.core.key_figures import write_metrics
+from paracl.core.params import RunSettings
 from paracl.core.stage import args, run
 from paracl.stages.train_sts_scorer import train_scorer
 
@@ -18,7 +19,7 @@ def main(params: dict) -> None:
     paths = args("stsb", "jsts", "scorer", "metrics")
     # the language's set (tests/pipeline/test_bad_inputs.py reads this table)
     data = {"en": paths.stsb, "ja": paths.jsts}[params["lang"]]
-    metrics = train_scorer(params, data, paths.scorer)
+    metrics = train_scorer(params["train_sts_scorer"], RunSettings.of(params), data, paths.scorer)
     write_metrics(metrics, paths.metrics, KEY_FIGURES)
 
 

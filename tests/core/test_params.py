@@ -11,6 +11,7 @@ from paracl.core.params import (
     SCHEMA,
     Params,
     ParamsError,
+    RunSettings,
     Section,
     load_params,
     method_settings,
@@ -29,6 +30,20 @@ def test_shipped_params_are_valid():
     params = load_params(REPO / "params.yaml")
     assert params["lang"] in ("en", "ja")
     assert 0 <= params["theta"] <= 1
+
+
+def test_run_settings_are_the_typed_run_wide_keys_declared_once():
+    """A stage function takes RunSettings beside its section; Params inherits its fields,
+    so they stay top-level keys (and rows of the configuration reference)."""
+    params = load_params(REPO / "params.yaml")
+    run = RunSettings.of(params)
+    assert isinstance(run.seed, int) and run.lang in ("en", "ja")
+    assert (run.device, run.precision) == (params["device"], params["precision"])
+    own = {f.name: f for f in dataclasses.fields(RunSettings)}
+    assert list(own) == ["seed", "lang", "device", "precision"]
+    top = {f.name: f for f in dataclasses.fields(Params)}
+    assert all((top[n].type, top[n].metadata) == (f.type, f.metadata) for n, f in own.items())
+    assert top["seed"].metadata["help"] and top["precision"].metadata["help"]
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from paracl.core import languages, params
+from paracl.core.distributed.sharded import Engine
 from paracl.core.errors import UserError
 from paracl.core.io import read_parquet
 from paracl.parts.tags.tagging import sentence_bleu
@@ -76,7 +77,9 @@ def test_prepare_corpus_runs_on_a_registered_toy_language(toy, tmp_path):
     # two German sentences on one line (Moses splits them), one per line, one English line
     source.write_text(f"{GERMAN[0]} {GERMAN[1]}\n{GERMAN[2]}\n{ENGLISH}\n{GERMAN[3]}\n", "utf-8")
     out = tmp_path / "corpus.parquet"
-    metrics = build_corpus(toy_params(source), str(out))
+    values = toy_params(source)
+    settings, engine = params.RunSettings.of(values), Engine.from_params(values)
+    metrics = build_corpus(values["prepare_corpus"], settings, engine, str(out))
     frame = read_parquet(out)
     assert list(frame["text"]) == GERMAN  # split by Moses, the English line dropped by langdetect
     assert set(frame["lang"]) == {"xx"}

@@ -389,7 +389,7 @@ def test_a_method_entry_trains_in_its_own_precision():
 
     def precision(name: str, entry: dict, top: str) -> str:
         section = run_config(method_spec(name, entry), {"lr": 1e-5})
-        return train_config({"precision": top, "train_contrastive": section})["precision"]
+        return train_config(section, top)["precision"]
 
     assert precision("jcse", PAPER_METHODS["jcse"] | {"precision": "fp32"}, "auto") == "fp32"
     assert precision("ppdb", PAPER_METHODS["ppdb"], "bf16") == "bf16"

@@ -11,6 +11,7 @@ module marks the stage changed and editing another stage's module does not.
 from __future__ import annotations
 
 import ast
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ import yaml
 from stage_helpers import dep_paths
 from stage_helpers import expand_stages as expand_dvc_stages
 from test_pipeline_dvc import copy_project, dvc
+
+from paracl.core.params import RunSettings
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src"
@@ -157,11 +160,35 @@ TOP_LEVEL = {key for key, value in PARAMS.items() if not isinstance(value, dict)
 EXECUTION_ONLY = {"executor", "ray_address", "workers", "model_workers", "gpus_per_model_worker"}
 
 
+RUN_SETTINGS = {f.name for f in fields(RunSettings)}  # read as `run.seed`, ...
+
+
+def _run_settings_names(tree: ast.AST) -> set[str]:
+    """Names that hold a RunSettings in a file: an argument annotated RunSettings, or a
+    name assigned `RunSettings.of(...)` (alone or in a tuple)."""
+    names = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)
+             and isinstance(a.annotation, ast.Name) and a.annotation.id == "RunSettings"}  # fmt: skip
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign):
+            continue
+        pairs = [(node.targets[0], node.value)]
+        if isinstance(node.targets[0], ast.Tuple) and isinstance(node.value, ast.Tuple):
+            pairs = list(zip(node.targets[0].elts, node.value.elts, strict=False))
+        for target, value in pairs:
+            if isinstance(target, ast.Name) and ast.unparse(value).startswith("RunSettings.of("):
+                names.add(target.id)
+    return names
+
+
 def top_level_reads(path: Path) -> set[str]:
-    """Top-level params.yaml keys that `path` reads as `params["key"]` or
-    `params.get("key")`."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    """Top-level params.yaml keys that `path` reads as `params["key"]`,
+    `params.get("key")` or, for the run-wide keys, `run.key` (a RunSettings)."""
+    tree = ast.parse(path.read_text())
+    settings = _run_settings_names(tree)
+    found = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+             and n.attr in RUN_SETTINGS and isinstance(n.value, ast.Name)
+             and n.value.id in settings}  # fmt: skip
+    for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
             target, key = node.value, node.slice.value
         elif (
@@ -203,7 +230,8 @@ def test_stage_lists_every_top_level_param_it_reads(entry: str) -> None:
 
 
 def test_the_param_check_finds_reads() -> None:
-    """The checker itself: roundtrip's closure reads `device` (translate.py)."""
+    """The checker itself: roundtrip's closure reads `device`, `precision` and `seed` (as
+    `run.device`, ... of a RunSettings in paracl.stages.roundtrip)."""
     script = REPO / "stages/roundtrip.py"
     read = set().union(*(top_level_reads(f) for f in import_closure(script) if f.suffix == ".py"))
     assert {"device", "precision", "seed"} <= read

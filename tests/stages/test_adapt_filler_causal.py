@@ -148,6 +148,5 @@ def test_unadapted_negatives_need_a_real_filler():
     from paracl.core.errors import InputError
     from paracl.stages.corrupt import model_info
 
-    params = {"lang": "en", "adapt_filler": {"model": {"en": "tiny-random:t5"}}}
     with pytest.raises(InputError, match=r"adapt_filler\.model\.en: tiny-random:t5 is a random"):
-        model_info("unadapted", params)
+        model_info("unadapted", "tiny-random:t5", "en")

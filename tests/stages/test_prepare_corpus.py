@@ -20,7 +20,7 @@ from stage_helpers import stage_argv
 from paracl.core import schemas
 from paracl.core.errors import InputError
 from paracl.core.io import read_parquet
-from paracl.core.params import ParamsError
+from paracl.core.params import ParamsError, RunSettings
 from paracl.parts.corpus import pipeline
 from paracl.parts.corpus.pipeline import CorpusConfig, prepare_corpus, split_shard
 from paracl.parts.corpus.readers import Document
@@ -188,19 +188,16 @@ def test_wrong_language_is_a_clear_error(corpus, tmp_path):
 
 
 def test_word_bounds_that_admit_nothing_are_a_params_error():
-    params = {
-        "seed": 1,
-        "lang": "en",
-        "prepare_corpus": {
-            "input": {"en": {"source": "x", "format": "text"}},
-            "min_words": 5,
-            "max_words": 6,
-            "langdetect_threshold": 0.99,
-            "max_sentences": None,
-        },
+    section = {
+        "input": {"en": {"source": "x", "format": "text"}},
+        "min_words": 5,
+        "max_words": 6,
+        "langdetect_threshold": 0.99,
+        "max_sentences": None,
     }
+    run = RunSettings(seed=1, lang="en", device="cpu", precision="fp32")
     with pytest.raises(ParamsError, match="prepare_corpus.min_words"):
-        CorpusConfig.from_params(params)
+        CorpusConfig.from_params(section, run)
 
 
 def _run_stage(workdir: Path, **section) -> subprocess.CompletedProcess:

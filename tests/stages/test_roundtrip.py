@@ -167,9 +167,10 @@ def test_stage_is_resumable_and_deterministic(tmp_path, monkeypatch):
     # → only it is redone
     import shutil
 
+    from paracl.core.params import RunSettings
     from paracl.stages.roundtrip import resume_key
 
-    key = resume_key(params, "data/corpus/sentences.parquet")
+    key = resume_key(params["roundtrip"], RunSettings.of(params), "data/corpus/sentences.parquet")
     partial = out.with_name(f"{out.name}.partial-{key}")
     shutil.copytree(out, partial)
     (partial / "part-00001.parquet").unlink()

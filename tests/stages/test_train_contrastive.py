@@ -156,11 +156,11 @@ def test_a_method_sets_shared_training_keys_for_itself(monkeypatch, tmp_path):
     params = with_runs(params)
     seen = {}
     stage = load_stage("train_contrastive")
-    monkeypatch.setattr(stage, "run_method", lambda spec, p, *paths: seen.update(spec=spec, p=p))
+    monkeypatch.setattr(stage, "run_method", lambda spec, c, r, *paths: seen.update(spec=spec, c=c))
     for run in ("jcse_s2", "jcse_two_stage_s2", "ppdb"):
         monkeypatch.setattr("sys.argv", ["train_contrastive.py", run, "a", "b", "c"])
         stage.main(params)
-        cfg, spec = seen["p"]["train_contrastive"], seen["spec"]
+        cfg, spec = seen["c"], seen["spec"]
         shared = params["train_contrastive"]
         if run == "jcse_s2":
             assert {k: cfg[k] for k in own} == own and spec.seed == 2

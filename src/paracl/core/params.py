@@ -401,17 +401,29 @@ class TrainContrastive(Section):
     )
 
 
-class Params(Section):
-    """The whole of params.yaml."""
+class RunSettings(Section):
+    """The run-wide keys a stage reads beside its own section: a stage function takes its
+    section and these, typed, never the whole params (so it names what it reads). Declared
+    once: Params inherits them, so they stay top-level keys of params.yaml."""
 
     seed: int = param(min=0, help="seed for every random choice in every stage")
     lang: Lang
-    theta: float = param(min=0.0, max=1.0, help="keep paraphrase rules with p(d|s) >= theta")
     device: Literal["auto", "cpu", "cuda", "mps"]
     precision: Literal["auto", "bf16", "fp16", "fp32"] = param(
         help="autocast dtype of training, generation and encoding (paracl.core.device); auto: "
         "bf16/fp16 on CUDA, bf16 on a CPU with AMX or AVX512_BF16, fp32 elsewhere",
     )
+
+    @classmethod
+    def of(cls, params: dict) -> "RunSettings":
+        """The run-wide keys of a validated params dict (load_params' result)."""
+        return cls(**{f.name: params[f.name] for f in fields(cls)})
+
+
+class Params(RunSettings):
+    """The whole of params.yaml: the run-wide keys (RunSettings), then the rest."""
+
+    theta: float = param(min=0.0, max=1.0, help="keep paraphrase rules with p(d|s) >= theta")
     executor: Literal["local", "ray"] = param(help="per-shard engine")
     ray_address: str | None = param(help="null: start a local Ray")
     workers: int = param(min=1, help="CPU stages: processes / Ray tasks in flight")

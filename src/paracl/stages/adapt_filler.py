@@ -30,6 +30,7 @@ from paracl.core.device import seed_everything, select_device
 from paracl.core.errors import InputError
 from paracl.core.io import atomic_dir, atomic_path, write_json
 from paracl.core.models import build_on_texts, describe_model, is_built, resolve_model
+from paracl.core.params import RunSettings
 from paracl.core.plots import png_figure
 from paracl.core.sampling import sample_corpus
 from paracl.parts.filler import INFO_FILE, PAPER_T5
@@ -61,15 +62,15 @@ def filler_kind(model_id: str) -> str:
     return "causal_lm"
 
 
-def adapt_corpus(corpus: str, out: str, params: dict) -> tuple[dict, list[dict]]:
-    """Adapt `adapt_filler.model[lang]` on a seeded sample of `corpus` and save it to
-    `out` (atomically); return (metrics, the loss curve)."""
-    cfg, lang, seed = params["adapt_filler"], params["lang"], params["seed"]
-    cfg = {**cfg, "precision": params["precision"]}  # the run's, for the training loops
+def adapt_corpus(corpus: str, out: str, cfg: dict, run: RunSettings) -> tuple[dict, list[dict]]:
+    """Adapt `adapt_filler.model[lang]` (`cfg`: the adapt_filler section) on a seeded
+    sample of `corpus` and save it to `out` (atomically); return (metrics, the loss curve)."""
+    lang, seed = run.lang, run.seed
+    cfg = {**cfg, "precision": run.precision}  # the run's, for the training loops
     seed_everything(seed)
     if cfg["threads"]:
         torch.set_num_threads(cfg["threads"])
-    device = select_device(params["device"])
+    device = select_device(run.device)
     model_id = cfg["model"][lang]
     kind = filler_kind(model_id)
     if kind == "causal_lm" and not cfg["enabled"]:
@@ -86,8 +87,8 @@ def adapt_corpus(corpus: str, out: str, params: dict) -> tuple[dict, list[dict]]
             resolved = resolve_model(model_id)
             described, path, stand_in = resolved.describe(), resolved.path, False
         log.info("base model: %s (%s)", described, kind)
-        run = _adapt_causal_saved if kind == "causal_lm" else _adapt_t5_saved
-        curve, trains = run(path, tmp, train, dev, cfg, seed, device)
+        adapt_saved = _adapt_causal_saved if kind == "causal_lm" else _adapt_t5_saved
+        curve, trains = adapt_saved(path, tmp, train, dev, cfg, seed, device)
         info = _info(kind, described, stand_in, cfg, lang, model_id)
         write_json(info, tmp / INFO_FILE)
     metrics = {

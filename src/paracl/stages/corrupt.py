@@ -36,6 +36,7 @@ from paracl.core.distributed.sharded import CountedShards, Engine, Shard, map_sh
 from paracl.core.errors import InputError
 from paracl.core.io import fingerprint, input_checksum, iter_batches, read_json, read_parquet
 from paracl.core.models import check_model_dir, describe_model, is_built, resolve_model
+from paracl.core.params import RunSettings
 from paracl.core.sampling import iter_sample
 from paracl.parts.filler import INFO_FILE, PAPER_T5
 from paracl.parts.filler.causal import is_causal_lm
@@ -102,13 +103,13 @@ def shard_stats(out: str | Path) -> list[dict]:
 UNADAPTED = "unadapted"  # the corrupt stage's filler argument: adapt_filler.model as it is
 
 
-def model_info(model: str, params: dict | None = None) -> tuple[dict, Path, bool]:
+def model_info(model: str, base: str = "", lang: str = "") -> tuple[dict, Path, bool]:
     """(what the filler is, the directory to load, is it a causal LM). adapt_filler's
     paracl_filler.json says it; a causal LM recorded without weights is resolved by its
-    id. `unadapted` is adapt_filler.model[lang] as it is (needs `params`). A model folder
-    from elsewhere is described by its path and typed by its config."""
+    id. `unadapted` is `base` (adapt_filler.model[lang]) as it is. A model folder from
+    elsewhere is described by its path and typed by its config."""
     if model == UNADAPTED:
-        return _unadapted(params)
+        return _unadapted(base, lang)
     info_path = Path(model) / INFO_FILE
     info = read_json(info_path) if info_path.exists() else {"model": model}
     if info.get("causal_lm") and not (Path(model) / "config.json").exists():
@@ -118,10 +119,8 @@ def model_info(model: str, params: dict | None = None) -> tuple[dict, Path, bool
     return info, path, info["causal_lm"] if "causal_lm" in info else is_causal_lm(path)
 
 
-def _unadapted(params: dict | None) -> tuple[dict, Path, bool]:
-    """The filler adapt_filler would start from, not adapted."""
-    lang = params["lang"]
-    model_id = params["adapt_filler"]["model"][lang]
+def _unadapted(model_id: str, lang: str) -> tuple[dict, Path, bool]:
+    """The filler adapt_filler would start from (`model_id`), not adapted."""
     if is_built(model_id):
         raise InputError(
             f"adapt_filler.model.{lang}: {model_id} is a random stand-in that fills nothing "
@@ -136,33 +135,35 @@ def _unadapted(params: dict | None) -> tuple[dict, Path, bool]:
 
 
 def corrupt_corpus(
-    corpus: str, model: str, out: str, params: dict, reference: str | None = None
-) -> dict:
+    corpus: str, model: str, out: str, cfg: dict, run: RunSettings, engine: Engine, base: str,
+    reference: str | None = None,
+) -> dict:  # fmt: skip
     """Write hard negatives for a seeded sample of `corpus` (`corrupt.max_sentences`
-    anchors of `lang`) to the shard directory `out`, the filler read from `model`; return
-    the metrics (summed shard counts, what the filler is and how it generated, its use of
-    the domain's vocabulary against `reference`, a few examples)."""
-    cfg, lang, seed = params["corrupt"], params["lang"], params["seed"]
+    anchors of `lang`; `cfg`: the corrupt section) to the shard directory `out`, the filler
+    read from `model` (`unadapted`: `base`, adapt_filler.model[lang]); return the metrics
+    (summed shard counts, what the filler is and how it generated, its use of the domain's
+    vocabulary against `reference`, a few examples)."""
+    lang, seed = run.lang, run.seed
     seed_everything(seed)
-    info, path, causal = model_info(model, params)
+    info, path, causal = model_info(model, base, lang)
     config = CorruptConfig.from_params(cfg, seq2seq=not causal)
     filler_sum = input_checksum(model) if model != UNADAPTED else str(path)
     key = fingerprint(
-        cfg, seed, lang, params["device"], params["precision"], input_checksum(corpus), filler_sum
+        cfg, seed, lang, run.device, run.precision, input_checksum(corpus), filler_sum
     )
     anchors = CountedShards(
         stream_shards(iter_sample(corpus, cfg["max_sentences"], seed, lang), cfg["shard_size"])
     )
     meta = {"model": info, "chunker": PIPELINES[lang], "lang": lang, "seed": seed, "params": cfg}
-    job = CorruptJob(str(path), lang, params["device"], cfg["threads"], config, causal, seed,
-                     params["precision"])  # fmt: skip
+    job = CorruptJob(str(path), lang, run.device, cfg["threads"], config, causal, seed,
+                     run.precision)  # fmt: skip
     manifest = map_shards(
         job,
         anchors,
         out=out,
         schema=schemas.NEGATIVES,
         key=key,
-        engine=Engine.from_params(params),
+        engine=engine,
         metadata=meta,
         model=True,
         desc="corrupt shards",

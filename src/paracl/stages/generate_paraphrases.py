@@ -26,7 +26,7 @@ import torch
 from paracl.core import schemas
 from paracl.core.distributed.sharded import CountedShards, Engine, Shard, map_shards, stream_shards
 from paracl.core.io import fingerprint, input_checksum
-from paracl.core.params import ParamsError
+from paracl.core.params import ParamsError, RunSettings
 from paracl.core.sampling import iter_sample
 from paracl.parts.paraphraser import generate
 
@@ -44,31 +44,34 @@ def generate_sharded(
     model_dir: str | Path,
     scorer_dir: str | Path,
     out: str | Path,
-    params: dict,
+    cfg: dict,
+    run: RunSettings,
+    engine: Engine,
     info: dict,
     tags: Sequence[str],
-    run: bool = True,
+    enabled: bool = True,
 ) -> tuple[dict, int]:
-    """Every tag pair in `tags` for the seeded `max_sentences` sample of the corpus, into
-    the shard directory `out` (resuming a crashed run); return (its manifest, sentences
-    read). `info` is the model's INFO_FILE: an untrained paraphraser (or `run` False)
-    reads no sentence and writes an empty artifact.
+    """Every tag pair in `tags` for the seeded `max_sentences` sample of the corpus
+    (`cfg`: the generate_paraphrases section), into the shard directory `out` (resuming a
+    crashed run); return (its manifest, sentences read). `info` is the model's INFO_FILE:
+    an untrained paraphraser (or `enabled` False) reads no sentence and writes an empty
+    artifact.
 
     The sample is drawn from the id column alone and (id, text) is streamed, so the
     driver holds the corpus ids while drawing, then only the shards in flight.
     """
-    cfg, lang, seed = params["generate_paraphrases"], params["lang"], params["seed"]
+    lang, seed = run.lang, run.seed
     inputs = [input_checksum(p) for p in (corpus, model_dir, scorer_dir)]
-    run = run and info["trained"]
-    sample = iter_sample(corpus, cfg["max_sentences"], seed) if run else ()
+    enabled = enabled and info["trained"]
+    sample = iter_sample(corpus, cfg["max_sentences"], seed) if enabled else ()
     sentences = CountedShards(stream_shards(sample, cfg["shard_size"]))
     job = GenerateJob(
         str(Path(model_dir).resolve()),
         str(Path(scorer_dir).resolve()),
-        params["device"],
+        run.device,
         lang,
         tuple(tags),
-        {**settings(cfg), "precision": params["precision"]},  # generate's keyword arguments
+        {**settings(cfg), "precision": run.precision},  # generate's keyword arguments
         cfg["threads"],
     )
     manifest = map_shards(
@@ -76,10 +79,8 @@ def generate_sharded(
         sentences,
         out=out,
         schema=schemas.GENERATED_PARAPHRASES,
-        key=fingerprint(
-            cfg, seed, lang, params["device"], params["precision"], list(tags), *inputs
-        ),
-        engine=Engine.from_params(params),
+        key=fingerprint(cfg, seed, lang, run.device, run.precision, list(tags), *inputs),
+        engine=engine,
         metadata={"params": cfg, "paraphraser": info},
         model=True,
         desc="generate shards",

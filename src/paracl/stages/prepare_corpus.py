@@ -9,17 +9,20 @@ from __future__ import annotations
 import logging
 import time
 
+from paracl.core.distributed.sharded import Engine
+from paracl.core.params import RunSettings
 from paracl.parts.corpus.pipeline import CorpusConfig, prepare_resumable
 
 log = logging.getLogger("prepare_corpus")
 
 
-def build_corpus(params: dict, out: str) -> dict:
-    """Write the corpus of `params` to `out` (atomically, resumable); return the metrics,
-    which hold no timings or worker counts: same params, same bytes."""
-    cfg = CorpusConfig.from_params(params)
+def build_corpus(section: dict, run: RunSettings, engine: Engine, out: str) -> dict:
+    """Write the corpus of `section` (the prepare_corpus section) to `out` (atomically,
+    resumable); return the metrics, which hold no timings or worker counts: same params,
+    same bytes."""
+    cfg = CorpusConfig.from_params(section, run)
     start = time.perf_counter()
-    metrics, workers = prepare_resumable(cfg, out, params)
+    metrics, workers = prepare_resumable(cfg, out, section, engine)
     log.info(
         "%d sentences (%s) -> %s in %.1f s with %d %s worker(s)",
         metrics["kept"],
@@ -27,6 +30,6 @@ def build_corpus(params: dict, out: str) -> dict:
         out,
         time.perf_counter() - start,
         workers,
-        params["executor"],
+        engine.executor,
     )
     return metrics

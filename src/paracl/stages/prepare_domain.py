@@ -20,18 +20,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paracl.core import schemas
+from paracl.core.distributed.sharded import Engine
 from paracl.core.errors import InputError
 from paracl.core.io import atomic_path, iter_batches, row_count
-from paracl.core.params import ParamsError
+from paracl.core.params import ParamsError, RunSettings
 from paracl.parts.corpus.pipeline import CorpusConfig, prepare_resumable
 from paracl.parts.corpus.readers import input_files
 
 log = logging.getLogger("prepare_domain")
 
 
-def domain_config(params: dict, name: str) -> CorpusConfig:
-    """The main corpus' settings with the domain's input and cap."""
-    section = params["prepare_domain"]
+def domain_config(section: dict, corpus: dict, run: RunSettings, name: str) -> CorpusConfig:
+    """The main corpus' settings (`corpus`: the prepare_corpus section) with the domain's
+    input and cap (`section`: the prepare_domain section)."""
     if name not in section["corpora"]:
         known = ", ".join(section["corpora"]) or "none"
         raise ParamsError(f"prepare_domain.corpora: no corpus {name!r} (known: {known})")
@@ -41,7 +42,7 @@ def domain_config(params: dict, name: str) -> CorpusConfig:
     except InputError as err:
         raise InputError(f"prepare_domain.corpora.{name}.source: {err}") from None
     return replace(
-        CorpusConfig.from_params(params),
+        CorpusConfig.from_params(corpus, run),
         source=entry["source"],
         format=entry["format"],
         max_sentences=section["max_sentences"],
@@ -60,10 +61,15 @@ def write_mix(main: str, domain: str, out: str) -> dict:
     return {"main_sentences": n_main, "domain_sentences": n_domain, "domain_share": share}
 
 
-def build_domain(params: dict, name: str, main: str, out: str, mix: str) -> dict:
-    """Domain corpus `name` to `out` (resumable, as prepare_corpus) and its mix with the
+def build_domain(
+    section: dict, corpus: dict, run: RunSettings, engine: Engine, name: str, main: str,
+    out: str, mix: str,
+) -> dict:  # fmt: skip
+    """Domain corpus `name` of `section` (the prepare_domain section) to `out` (resumable,
+    as prepare_corpus, with `corpus`: the prepare_corpus section) and its mix with the
     main corpus to `mix`; return the metrics."""
-    metrics, _ = prepare_resumable(domain_config(params, name), out, params)
+    cfg = domain_config(section, corpus, run, name)
+    metrics, _ = prepare_resumable(cfg, out, corpus, engine)
     metrics["mix"] = write_mix(main, out, mix)
     log.info("%s: %d sentences; mix %s", name, metrics["kept"], metrics["mix"])
     return metrics

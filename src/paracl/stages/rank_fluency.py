@@ -52,6 +52,7 @@ from paracl.core.distributed.sharded import (
 )
 from paracl.core.io import fingerprint, input_checksum, iter_batches, iter_parts
 from paracl.core.models import ResolvedModel, check_model_dir
+from paracl.core.params import RunSettings
 
 log = logging.getLogger(__name__)
 
@@ -230,32 +231,33 @@ def perplexities(path: str) -> np.ndarray:
 
 
 def rank_candidates(
-    candidates: str, out: str, model: ResolvedModel, params: dict, upstream: dict, substituted: dict
-) -> dict:
+    candidates: str, out: str, model: ResolvedModel, cfg: dict, run: RunSettings,
+    engine: Engine, upstream: dict, substituted: dict,
+) -> dict:  # fmt: skip
     """Write the lowest-perplexity candidate of each sentence of `candidates` (the first
-    `rank_fluency.max_sentences` sentences, in artifact order) to the shard directory
-    `out`; return the metrics. `upstream` is the candidates' metadata, `substituted`
-    ppdb_substitute's metrics (both carried into the metrics). Zero candidates give an
-    empty `out` and a note, and the model is never loaded."""
-    lang, cfg = params["lang"], params["rank_fluency"]
+    `rank_fluency.max_sentences` sentences, in artifact order; `cfg`: the rank_fluency
+    section) to the shard directory `out`; return the metrics. `upstream` is the
+    candidates' metadata, `substituted` ppdb_substitute's metrics (both carried into the
+    metrics). Zero candidates give an empty `out` and a note, and the model is never loaded."""
+    lang = run.lang
     key = fingerprint(
         "rank_fluency",
         cfg,
         lang,
-        params["seed"],
-        params["device"],
-        params["precision"],
+        run.seed,
+        run.device,
+        run.precision,
         model.describe(),
         input_checksum(candidates),
     )
     scored, notes = _shards(candidates, cfg["shard_size"], cfg["max_sentences"], model)
     job = RankJob(
         str(Path(model.path).resolve()),  # Ray workers run in another cwd
-        params["device"],
+        run.device,
         cfg["batch_size"],
         cfg["max_batch_tokens"][lang],
-        params["seed"],
-        params["precision"],
+        run.seed,
+        run.precision,
     )
     manifest = map_shards(
         job,
@@ -263,7 +265,7 @@ def rank_candidates(
         out=out,
         schema=schemas.PPDB_PAIRS,
         key=key,
-        engine=Engine.from_params(params),
+        engine=engine,
         metadata={
             "stage": "rank_fluency",
             "model": model.describe(),

@@ -46,7 +46,7 @@ from paracl.core import languages, schemas
 from paracl.core.device import DEFAULT_PRECISION, autocast
 from paracl.core.distributed.sharded import CountedShards, Engine, Shard, map_shards, stream_shards
 from paracl.core.io import fingerprint, input_checksum
-from paracl.core.params import ParamsError
+from paracl.core.params import ParamsError, RunSettings
 from paracl.core.sampling import iter_sample
 
 log = logging.getLogger(__name__)
@@ -393,29 +393,24 @@ def round_trip(
     return out.sort_values(["id", "candidate"], kind="stable").reset_index(drop=True)
 
 
-def resume_key(params: dict, corpus: str | Path) -> str:
+def resume_key(cfg: dict, run: RunSettings, corpus: str | Path) -> str:
     """Names the partial shard directory: a crashed run resumes only under the same
-    params, device, precision and corpus."""
-    return fingerprint(
-        params["roundtrip"],
-        params["seed"],
-        params["lang"],
-        params["device"],
-        params["precision"],
-        input_checksum(corpus),
-    )
+    params (`cfg`: the roundtrip section), device, precision and corpus."""
+    return fingerprint(cfg, run.seed, run.lang, run.device, run.precision, input_checksum(corpus))
 
 
 def round_trip_sharded(
-    corpus: str | Path, out: str | Path, params: dict, models: dict
-) -> tuple[dict, int]:
-    """Every candidate of the seeded `max_sentences` sample of the corpus into the shard
-    directory `out` (resuming a crashed run); return (its manifest, sentences read).
-    `models`: the forward_model and backward_model descriptions, kept in the metadata."""
-    cfg, seed = params["roundtrip"], params["seed"]
+    corpus: str | Path, out: str | Path, cfg: dict, run: RunSettings, engine: Engine,
+    models: dict,
+) -> tuple[dict, int]:  # fmt: skip
+    """Every candidate of the seeded `max_sentences` sample of the corpus (`cfg`: the
+    roundtrip section) into the shard directory `out` (resuming a crashed run); return
+    (its manifest, sentences read). `models`: the forward_model and backward_model
+    descriptions, kept in the metadata."""
+    seed = run.seed
     settings = decoding_settings(cfg)
     decode = {k: cfg[k] for k in ("batch_size", "max_new_tokens", "length_ratio", "num_beams")}
-    key = resume_key(params, corpus)
+    key = resume_key(cfg, run, corpus)
     sample = iter_sample(corpus, cfg["max_sentences"], seed)
     sentences = CountedShards(stream_shards(sample, cfg["shard_size"]))
     job = RoundTripJob(
@@ -423,13 +418,13 @@ def round_trip_sharded(
         cfg["backward_model"],
         cfg["src_lang_code"],
         cfg["pivot_lang_code"],
-        params["lang"],
-        cfg["pivot"][params["lang"]],
-        params["device"],
+        run.lang,
+        cfg["pivot"][run.lang],
+        run.device,
         tuple(settings),
         seed,
         decode,
-        params["precision"],
+        run.precision,
     )
     manifest = map_shards(
         job,
@@ -437,7 +432,7 @@ def round_trip_sharded(
         out=out,
         schema=schemas.ROUNDTRIP_CANDIDATES,
         key=key,
-        engine=Engine.from_params(params),
+        engine=engine,
         metadata={"params": cfg, **models},
         model=True,
         desc="roundtrip shards",

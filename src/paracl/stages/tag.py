@@ -37,6 +37,7 @@ from paracl.core.distributed.sharded import (
 )
 from paracl.core.io import fingerprint, input_checksum, iter_batches, iter_parts
 from paracl.core.models import check_model_dir
+from paracl.core.params import RunSettings
 from paracl.parts.tags import tagging
 from paracl.parts.tags.text import long_enough, strip_symbols
 
@@ -50,11 +51,13 @@ def score_candidates(
     candidates: str | Path,
     scorer: str | Path,
     out: str | Path,
-    params: dict,
+    cfg: dict,
+    run: RunSettings,
+    engine: Engine,
 ) -> tuple[dict, int]:
-    """Score every candidate into the shard directory `out` (resuming a crashed run);
-    return (its manifest, how many candidates were read)."""
-    cfg, lang, device = params["tag"], params["lang"], params["device"]
+    """Score every candidate into the shard directory `out` (resuming a crashed run;
+    `cfg`: the tag section); return (its manifest, how many candidates were read)."""
+    lang, device = run.lang, run.device
     check_model_dir(scorer)
     scoring = {k: cfg[k] for k in SCORING_PARAMS}
     key = fingerprint(
@@ -71,7 +74,7 @@ def score_candidates(
         out=out,
         schema=schemas.ROUNDTRIP_SCORED,
         key=key,
-        engine=Engine.from_params(params),
+        engine=engine,
         metadata={"stage": "tag", "params": scoring},
         model=True,
         desc="tag",

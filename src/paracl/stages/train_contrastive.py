@@ -22,6 +22,7 @@ from paracl.core.errors import InputError
 from paracl.core.io import atomic_dir
 from paracl.core.key_figures import write_metrics
 from paracl.core.models import ModelNotFoundError, resolve_model
+from paracl.core.params import RunSettings
 from paracl.core.plots import png_figure
 from paracl.parts.training import parallel
 from paracl.parts.training.checkpoint import Checkpoint, TrainingInterrupted, key_on_main, run_key
@@ -35,10 +36,13 @@ KEY_FIGURES = ("dev_spearman",)
 History = dict[str, list[tuple[int, float]]]
 
 
-def run_method(spec: MethodSpec, params: dict, encoder: Path, metrics: Path, curves: Path) -> None:
+def run_method(
+    spec: MethodSpec, section: dict, run: RunSettings, encoder: Path, metrics: Path, curves: Path
+) -> None:
     """Train `spec` and write the encoder, its metrics JSON and its curves (dvclive TSVs +
-    curves.png), relaunching under torchrun when `train_contrastive.processes` > 1."""
-    cfg = train_config(params)
+    curves.png), relaunching under torchrun when `train_contrastive.processes` > 1.
+    `section`: the train_contrastive section as this run sets it (run_config)."""
+    cfg = train_config(section, run.precision)
     processes = parallel.env_world_size() if parallel.under_launcher() else cfg["processes"]
     if processes > 1 and not parallel.under_launcher():
         cmd = parallel.relaunch_command(processes, sys.argv)
@@ -47,10 +51,10 @@ def run_method(spec: MethodSpec, params: dict, encoder: Path, metrics: Path, cur
         if code:
             sys.exit(code)
         return
-    seed = spec.seed if spec.seed is not None else params["seed"]
-    dev = DEV_SETS[params["lang"]]
-    with parallel.process_group(params["device"]) as device:
-        checkpoint = _checkpoint(spec, params, seed, device, encoder)
+    seed = spec.seed if spec.seed is not None else run.seed
+    dev = DEV_SETS[run.lang]
+    with parallel.process_group(run.device) as device:
+        checkpoint = _checkpoint(spec, cfg, run.lang, seed, device, encoder)
         try:
             if parallel.is_main():
                 _train_and_write(spec, cfg, seed, device, dev, encoder, metrics, curves, checkpoint)
@@ -62,11 +66,11 @@ def run_method(spec: MethodSpec, params: dict, encoder: Path, metrics: Path, cur
             sys.exit(128 + signal.SIGTERM)
 
 
-def train_config(params: dict) -> dict:
+def train_config(section: dict, precision: str) -> dict:
     """The train_contrastive section with the top-level `precision` (unless the method sets
     its own: run_config put it there), which shapes the weights too: the checkpoint key
     and the model card record it with the rest."""
-    return {"precision": params["precision"], **params["train_contrastive"]}
+    return {"precision": precision, **section}
 
 
 def _relaunch(cmd: list[str]) -> int:
@@ -81,14 +85,13 @@ def _relaunch(cmd: list[str]) -> int:
 
 
 def _checkpoint(
-    spec: MethodSpec, params: dict, seed: int, device, encoder: Path
+    spec: MethodSpec, cfg: dict, lang: str, seed: int, device, encoder: Path
 ) -> Checkpoint | None:
-    """Where this run's resumable state lives (None for loss `none`, which trains nothing).
-    Rank 0 computes the key (hashing the inputs and starting model) and tells the others,
-    and removes checkpoints left by other params or inputs."""
+    """Where this run's resumable state lives (None for loss `none`, which trains nothing;
+    `cfg`: train_config's). Rank 0 computes the key (hashing the inputs and starting
+    model) and tells the others, and removes checkpoints left by other params or inputs."""
     if spec.loss == "none":
         return None
-    cfg = train_config(params)
 
     def key() -> str:
         start = spec.start
@@ -102,10 +105,10 @@ def _checkpoint(
             spec.name,
             cfg,
             seed=seed,
-            lang=params["lang"],
+            lang=lang,
             device_type=device.type,
             processes=parallel.world_size(),
-            inputs=[spec.train_path, DEV_SETS[params["lang"]], start],
+            inputs=[spec.train_path, DEV_SETS[lang], start],
         )
 
     checkpoint = Checkpoint.beside(encoder, key_on_main(key), cfg["checkpoint_every"])

@@ -11,24 +11,19 @@ from __future__ import annotations
 from paracl.core import schemas
 from paracl.core.device import seed_everything, select_device
 from paracl.core.io import atomic_dir, atomic_path, read_parquet
+from paracl.core.params import RunSettings
 from paracl.parts import paraphraser
 
 
-def train(params: dict, tagged: str, out: str, loss_csv: str) -> dict:
-    """Fine-tune `train_paraphraser.base_model` on the pairs at `tagged`; save it to `out`
-    and its loss curve to `loss_csv` (atomically); return the metrics."""
-    seed = params["seed"]
-    seed_everything(seed)
-    device = select_device(params["device"])
+def train(cfg: dict, run: RunSettings, tagged: str, out: str, loss_csv: str) -> dict:
+    """Fine-tune `train_paraphraser.base_model` (`cfg`: the train_paraphraser section) on
+    the pairs at `tagged`; save it to `out` and its loss curve to `loss_csv` (atomically);
+    return the metrics."""
+    seed_everything(run.seed)
+    device = select_device(run.device)
     pairs = read_parquet(tagged, schemas.ROUNDTRIP_TAGGED)
     trained = paraphraser.fine_tune(
-        pairs,
-        params["train_paraphraser"],
-        seed,
-        device,
-        source=tagged,
-        lang=params["lang"],
-        precision=params["precision"],
+        pairs, cfg, run.seed, device, source=tagged, lang=run.lang, precision=run.precision
     )
     with atomic_dir(out) as tmp:
         trained.save(tmp)

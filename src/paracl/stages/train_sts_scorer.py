@@ -13,25 +13,26 @@ import time
 from paracl.core.device import select_device
 from paracl.core.io import atomic_dir
 from paracl.core.models import resolve_model
-from paracl.core.params import ParamsError
+from paracl.core.params import ParamsError, RunSettings
 from paracl.parts import sts_scorer
 
 log = logging.getLogger("train_sts_scorer")
 
 
-def train_scorer(params: dict, data: str, out: str) -> dict:
-    """Train the scorer on the `lang` set under `data` (STS-B for en, JSTS for ja), save
-    the best seed's to `out` (atomically); return the metrics."""
-    cfg, lang, seed = params["train_sts_scorer"], params["lang"], params["seed"]
+def train_scorer(cfg: dict, run: RunSettings, data: str, out: str) -> dict:
+    """Train the scorer (`cfg`: the train_sts_scorer section) on the `lang` set under
+    `data` (STS-B for en, JSTS for ja), save the best seed's to `out` (atomically); return
+    the metrics."""
+    lang, seed = run.lang, run.seed
     if cfg["kind"] == "cross_encoder" and cfg["epochs"] == 0:
         raise ParamsError("'train_sts_scorer.epochs' must be > 0 for kind cross_encoder")
     splits = sts_scorer.read_splits(data, lang)
     train = sts_scorer.sample_pairs(splits["train"], cfg["max_train_pairs"], seed)
     base = resolve_model(cfg["base_model"])
-    device = str(select_device(params["device"]))
+    device = str(select_device(run.device))
     started = time.perf_counter()
     best = sts_scorer.train_best_of_seeds(
-        cfg["kind"], base, train, splits["dev"], cfg, seed, device, params["precision"]
+        cfg["kind"], base, train, splits["dev"], cfg, seed, device, run.precision
     )
     test = sts_scorer.correlations(
         sts_scorer.predict(best.model, splits["test"].pairs()), splits["test"].score

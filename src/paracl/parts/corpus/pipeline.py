@@ -52,10 +52,11 @@ from tqdm import tqdm
 
 from paracl.core import schemas
 from paracl.core.distributed.executor import Done, Executor, make_executor
+from paracl.core.distributed.sharded import Engine
 from paracl.core.distributed.shards import ShardCache
 from paracl.core.errors import InputError
 from paracl.core.io import atomic_path, fingerprint, sha256_file
-from paracl.core.params import ParamsError
+from paracl.core.params import ParamsError, RunSettings
 from paracl.parts.corpus import langid, segment, tokenize
 from paracl.parts.corpus.dedup import DigestSpill, is_member, text_digests
 from paracl.parts.corpus.order import OrderedCandidates, SplitIndex, check_keys, windows
@@ -85,9 +86,9 @@ class CorpusConfig:
     seed: int
 
     @classmethod
-    def from_params(cls, params: dict) -> CorpusConfig:
-        cfg = params["prepare_corpus"]
-        lang = params["lang"]
+    def from_params(cls, cfg: dict, run: RunSettings) -> CorpusConfig:
+        """From the prepare_corpus section and the run's lang and seed."""
+        lang = run.lang
         if cfg["min_words"] >= cfg["max_words"] - 1:
             raise ParamsError(
                 f"'prepare_corpus.min_words' ({cfg['min_words']}) must be at least 2 less "
@@ -101,7 +102,7 @@ class CorpusConfig:
             max_words=cfg["max_words"],
             langdetect_threshold=float(cfg["langdetect_threshold"]),
             max_sentences=cfg["max_sentences"],
-            seed=params["seed"],
+            seed=run.seed,
         )
 
 
@@ -232,11 +233,14 @@ def prepare_corpus(
         return _prepare(cfg, Path(out), workers, shard_size, executor, ray_address, cache)
 
 
-def prepare_resumable(cfg: CorpusConfig, out: str, params: dict) -> tuple[dict, int]:
-    """prepare_corpus with `prepare_corpus.workers` and `shard_size` and the run's executor,
-    finished shards kept in <out>.partial-<key>/ until it succeeds (an interrupted run
-    resumes from them, with the same bytes as a clean run); returns (metrics, workers)."""
-    section, executor = params["prepare_corpus"], params["executor"]
+def prepare_resumable(
+    cfg: CorpusConfig, out: str, section: dict, engine: Engine
+) -> tuple[dict, int]:
+    """prepare_corpus with `section`'s (prepare_corpus') workers and shard_size and the
+    engine's executor, finished shards kept in <out>.partial-<key>/ until it succeeds (an
+    interrupted run resumes from them, with the same bytes as a clean run); returns
+    (metrics, workers)."""
+    executor = engine.executor
     # local: never more processes than cores; ray: tasks in flight on the cluster
     workers = default_workers(section["workers"]) if executor == "local" else section["workers"]
     cache = ShardCache(out, cache_key(cfg, section["shard_size"]))
@@ -246,7 +250,7 @@ def prepare_resumable(cfg: CorpusConfig, out: str, params: dict) -> tuple[dict, 
         workers=workers,
         shard_size=section["shard_size"],
         executor=executor,
-        ray_address=params["ray_address"],
+        ray_address=engine.ray_address,
         cache=cache,
     )
     cache.remove()

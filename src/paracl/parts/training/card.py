@@ -42,8 +42,9 @@ def model_card(
 ) -> str:
     """Markdown for `model` (the inference model as saved, at its saved max_seq_length).
 
-    `params`/`training`/`data` None: nothing was trained (method `none`). `dev`: score,
-    file and pairs of the training stage's dev score."""
+    `params`/`training`/`data` None: nothing was trained (method `none`). `params` is the
+    record the card prints (methods.card_params: the train config, the run's seed), not
+    the whole params. `dev`: score, file and pairs of the training stage's dev score."""
     length = f"{model.max_seq_length} tokens (saved; what SentenceTransformer truncates at)"
     if train_max_seq_length is not None and training is not None:
         length += f"; training truncated at {train_max_seq_length}"
