@@ -32,12 +32,16 @@ def scores(
     eval_dir: Path, task: str, methods: list[str] | None = None
 ) -> tuple[dict[str, list[float]], dict]:
     """{method: [score of each seed]} of one run's evaluations (of `methods` only, where
-    given: a work tree also holds the committed default run's), and the precision record."""
+    given: a work tree also holds the committed default run's), and the precision record.
+    A method's seeds are its `<method>_s<k>` runs; a bare `<method>` counts only where it
+    has none (`none`): in a preset's work tree it is the committed default run's."""
+    runs = {path.parent.name: path for path in sorted(eval_dir.glob(f"*/{task}.json"))}
+    seeded = {SEEDED.sub(r"\1", run) for run in runs if SEEDED.match(run)}
     by_method: dict[str, list[float]] = {}
     ran_in: dict = {}
-    for path in sorted(eval_dir.glob(f"*/{task}.json")):
-        method = SEEDED.sub(r"\1", path.parent.name)
-        if methods and method not in methods:
+    for run, path in runs.items():
+        method = SEEDED.sub(r"\1", run)
+        if methods and method not in methods or run == method and method in seeded:
             continue
         record = read_json(path)
         by_method.setdefault(method, []).append(record["score"])

@@ -298,6 +298,9 @@ def test_precision_comparison_says_whether_bf16_moves_a_score_beyond_the_seed_sp
             (tmp_path / precision / run / "sts.json").write_text(json.dumps({"score": score}))
     (tmp_path / "fp32" / "ppdb").mkdir()  # a committed run of another preset: left out
     (tmp_path / "fp32" / "ppdb" / "sts.json").write_text(json.dumps({"score": 10.0}))
+    for precision in runs:  # the default run's unseeded simcse_unsup: not one of its seeds
+        (tmp_path / precision / "simcse_unsup").mkdir()
+        (tmp_path / precision / "simcse_unsup" / "sts.json").write_text('{"score": 80.0}')
     bench = _bench("compare_precision")
     methods = ["none", "simcse_unsup"]
     rows = bench.compare(*(bench.scores(tmp_path / p, "sts", methods)[0] for p in ("fp32", "bf16")))
