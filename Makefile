@@ -3,20 +3,20 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
-# llama-cpp-python builds llama.cpp from source, by default tuned to the building CPU; `setup`
-# builds it for AVX2, which every machine of this project has (the AMD EPYC ones have
-# nothing more). Override LLAMA_CMAKE_ARGS to tune for a CPU or to add CUDA.
-LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
-# `make llama-cpp-dispatch` (opt-in) rebuilds it with ggml's runtime CPU dispatch: one
-# libggml-cpu-<level>.so per x86 level (haswell = AVX2 ... icelake = AVX-512, sapphirerapids
-# = AMX), of which ggml loads the best one this CPU runs. llama-cpp-python 0.3.36 installs
-# none of these modules, so the target copies them beside its libraries, where
+# llama-cpp-python builds llama.cpp from source. `setup` builds it with ggml's runtime CPU
+# dispatch (LLAMA=dispatch): one libggml-cpu-<level>.so per x86 level (haswell = AVX2 ...
+# icelake = AVX-512, sapphirerapids = AMX), of which ggml loads the best one this CPU runs:
+# AVX2 on the AMD EPYC machines, AMX on the Intel Xeon ones, from one build (the round trip
+# runs ~1.7x faster on the Xeon than on an AVX2 build; results/llama-kernels). llama-cpp-python
+# 0.3.36 installs none of these modules, so the recipe copies them beside its libraries, where
 # GGML_BACKEND_DIR points ggml. GCC 12 drops the AMX kernels' tile configuration as dead
 # stores, so an AMX build dies at its first decode (SIGILL or a protection fault):
-# make/ggml-amx-tilecfg.h, force-included, fixes that. Not the default yet: it compiles ~4x
-# as long, and the round trip ran only 1.06x faster with it on a loaded AMX Xeon
-# (results/llama-kernels; an idle-core measurement is open).
+# make/ggml-amx-tilecfg.h, force-included, fixes that. `make setup LLAMA=avx2` builds one
+# AVX2 backend instead (it compiles ~4x faster; LLAMA_CMAKE_ARGS tunes it for a CPU or adds
+# CUDA). `make llama-cpp-dispatch` / `make llama-cpp-avx2` rebuild an existing venv's.
+LLAMA ?= dispatch
 LLAMA_SPEC ?= llama-cpp-python==0.3.36
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LLAMA_DISPATCH_ARGS ?= -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DGGML_NATIVE=OFF \
 	-DCMAKE_CXX_FLAGS=-include$(CURDIR)/make/ggml-amx-tilecfg.h
 LLAMA_BUILD = $(abspath $(VENV))/llama-build
@@ -30,14 +30,19 @@ TEST_TIMEOUT ?= 1200
 PYTEST = OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q --timeout=$(TEST_TIMEOUT) --timeout-method=thread
 BIN := $(VENV)/bin
 
-.PHONY: setup llama-cpp-dispatch test test-slow lint format docs
+.PHONY: setup llama-cpp-dispatch llama-cpp-avx2 test test-slow lint format docs
 
+# llama-cpp-python first, so that paracl's install finds it there and builds no other.
 setup:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "$(TORCH_SPEC)"
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -e ".[dev,ray]"
+	$(MAKE) llama-cpp-$(LLAMA)
+	$(BIN)/pip install --quiet -e ".[dev,ray]"
 	$(BIN)/python -m paracl.core.models --check
+
+llama-cpp-avx2:
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --force-reinstall --no-deps "$(LLAMA_SPEC)"
 
 # Built afresh on every call (no wheel cache: a cached wheel may have other flags or lack the
 # modules), into a build folder kept until the modules are copied out.

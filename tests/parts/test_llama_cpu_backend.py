@@ -64,14 +64,15 @@ def _cpu_flags() -> set[str]:
 
 
 def _dispatch_build() -> bool:
-    """True where `make llama-cpp-dispatch` installed one CPU module per x86 level."""
+    """True where `make setup` (or `make llama-cpp-dispatch`) installed one CPU module per
+    x86 level."""
     import llama_cpp
 
     return any((Path(llama_cpp.__file__).parent / "lib").glob("libggml-cpu-*.so"))
 
 
 @pytest.mark.skipif(not Path("/proc/cpuinfo").exists(), reason="reads /proc/cpuinfo (Linux)")
-@pytest.mark.skipif(not _dispatch_build(), reason="the AVX2 build of `make setup`; no dispatch")
+@pytest.mark.skipif(not _dispatch_build(), reason="an AVX2 build (`make setup LLAMA=avx2`); no dispatch")
 def test_the_cpu_backend_uses_the_widest_kernels_this_cpu_has(child):
     """AMX where the CPU has it, else AVX-512, else AVX2: the dispatch build's choice."""
     flags = _cpu_flags()
