@@ -521,6 +521,30 @@ def render_stage_times(root: Path) -> str:
             f"<small>{info}. Rendered by `paracl report` from `{where}`.</small>")  # fmt: skip
 
 
+LLAMA_KERNELS = Path("results/llama-kernels")
+
+
+def render_llama_kernels(root: Path) -> str:
+    """The round trip on two llama.cpp builds taking turns (bench/bench_llama_kernels.py's
+    JSON): which CPU module each loads, its seconds, and how many candidates differ."""
+    directory = root / LLAMA_KERNELS
+    if not (directory / "bench.json").is_file():
+        return f"*{LLAMA_KERNELS.as_posix()}/bench.json is not committed yet.*"
+    data = read_json(directory / "bench.json")
+    builds = data["builds"]
+    first = next(iter(builds.values()))
+    table = [[f"`{name}`", f"`{b['module']}`", ", ".join(f"{x:.1f}" for x in b["seconds"]),
+              f"{b['median_s']:.1f}", f"{first['median_s'] / b['median_s']:.2f}×",
+              f"{b['differ_from_first_build']} of {b['candidates']}"]
+             for name, b in builds.items()]  # fmt: skip
+    header = ["Build", "CPU module loaded", "Seconds a run", "Median", "Speed",
+              "Candidates unlike the first build's"]  # fmt: skip
+    legend = (f"{data['n_sentences']} sentences en → de → en on gemma-3-270m, the default grid, "
+              f"{data['threads']} threads; the builds take turns, each run a process of its own.")  # fmt: skip
+    where = f"{LLAMA_KERNELS.as_posix()}/bench.json"
+    return f"{markdown_table(header, table)}\n\n{legend}\n\n{caption(directory, where)}"
+
+
 PRECISION = Path("results/precision-en")
 
 
@@ -588,8 +612,16 @@ def render_bench_finetune(root: Path) -> str:
 
 GENERATED = {"@sources": render_sources, "@tasks": render_tasks, "@claims": render_claims,
              "@cross-cpu": render_cross_cpu, "@stage-times": render_stage_times,
-             "@precision": render_precision, "@bench-finetune": render_bench_finetune}  # fmt: skip
-ROOTED = ("@claims", "@cross-cpu", "@stage-times", "@precision", "@bench-finetune")  # read results/
+             "@precision": render_precision, "@bench-finetune": render_bench_finetune,
+             "@llama-kernels": render_llama_kernels}  # fmt: skip
+ROOTED = (
+    "@claims",
+    "@cross-cpu",
+    "@stage-times",
+    "@precision",
+    "@bench-finetune",
+    "@llama-kernels",
+)  # read results/
 
 
 def render_block(root: Path, page: Path, name: str, part: str) -> str:

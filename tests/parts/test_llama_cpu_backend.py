@@ -72,7 +72,9 @@ def _dispatch_build() -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/cpuinfo").exists(), reason="reads /proc/cpuinfo (Linux)")
-@pytest.mark.skipif(not _dispatch_build(), reason="an AVX2 build (`make setup LLAMA=avx2`); no dispatch")
+@pytest.mark.skipif(
+    not _dispatch_build(), reason="an AVX2 build (`make setup LLAMA=avx2`); no dispatch"
+)
 def test_the_cpu_backend_uses_the_widest_kernels_this_cpu_has(child):
     """AMX where the CPU has it, else AVX-512, else AVX2: the dispatch build's choice."""
     flags = _cpu_flags()
