@@ -20,6 +20,8 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGG
 LLAMA_DISPATCH_ARGS ?= -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DGGML_NATIVE=OFF \
 	-DCMAKE_CXX_FLAGS=-include$(CURDIR)/make/ggml-amx-tilecfg.h
 LLAMA_BUILD = $(abspath $(VENV))/llama-build
+# llama_cpp's library folder in the venv (a shell expression, read when a recipe runs)
+LLAMA_LIB = $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("platlib"))')/llama_cpp/lib
 # pytest-xdist workers of `make test`, one test file at a time (tests/conftest.py orders them),
 # each on one torch thread: the tests' models are tiny, and threads beyond the cores only spin.
 # The Ray tests (marked `ray`) run after, in one process of their own: Ray's gRPC threads do
@@ -41,14 +43,15 @@ setup:
 	$(BIN)/pip install --quiet -e ".[dev,ray]"
 	$(BIN)/python -m paracl.core.models --check
 
+# Both remove the other build's CPU modules, which pip does not know of.
 llama-cpp-avx2:
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --force-reinstall --no-deps "$(LLAMA_SPEC)"
+	rm -f "$(LLAMA_LIB)"/libggml-cpu-*.so \
+	&& CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --force-reinstall --no-deps "$(LLAMA_SPEC)"
 
 # Built afresh on every call (no wheel cache: a cached wheel may have other flags or lack the
 # modules), into a build folder kept until the modules are copied out.
 llama-cpp-dispatch:
-	lib="$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("platlib"))')/llama_cpp/lib" \
-	&& rm -rf "$(LLAMA_BUILD)" && rm -f "$$lib"/libggml-cpu-*.so \
+	lib="$(LLAMA_LIB)" && rm -rf "$(LLAMA_BUILD)" && rm -f "$$lib"/libggml-cpu-*.so \
 	&& CMAKE_ARGS="$(LLAMA_DISPATCH_ARGS) -DGGML_BACKEND_DIR=$$lib" SKBUILD_BUILD_DIR="$(LLAMA_BUILD)" \
 		$(BIN)/pip install --quiet --no-cache-dir --force-reinstall --no-deps "$(LLAMA_SPEC)" \
 	&& find "$(LLAMA_BUILD)" -name 'libggml-cpu-*.so' -exec cp {} "$$lib"/ \; \
