@@ -3,6 +3,7 @@ the tag stage's worker loads either kind from what was saved; runs are determini
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -15,6 +16,7 @@ import torch
 import yaml
 from stage_helpers import run_stage
 
+from paracl.core import languages
 from paracl.core.distributed.sharded import Shard
 from paracl.core.params import SCHEMA, ParamsError, validate
 from paracl.parts import sts_scorer
@@ -232,6 +234,17 @@ def test_stage_writes_kind_and_metrics_deterministically(tiny_bert, tmp_path, mo
                 },
             },
         )
+
+
+def test_stage_picks_the_input_that_holds_the_languages_dev_set(tiny_bert, tmp_path, monkeypatch):
+    """The stage reads the cmd's folder holding the profile's STS dev set; a profile whose set
+    is in neither folder stops it with one line naming the language and both folders."""
+    monkeypatch.chdir(tmp_path)
+    moved = dataclasses.replace(languages.PROFILES["en"], sts_dev="data/raw/other/sts-dev.csv")
+    monkeypatch.setitem(languages.PROFILES, "en", moved)
+    params = _own_params(kind="bi_encoder", base_model=str(tiny_bert), max_train_pairs=24, **CFG)
+    with pytest.raises(ParamsError, match=r"lang 'en': its STS dev set .* neither .*stsbenchmark"):
+        run_stage("train_sts_scorer", params)
 
 
 def test_best_of_seeds_keeps_the_best_dev_spearman(monkeypatch):
