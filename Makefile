@@ -12,8 +12,8 @@ TORCH_SPEC ?= torch==2.13.0
 # GGML_BACKEND_DIR points ggml. GCC 12 drops the AMX kernels' tile configuration as dead
 # stores, so an AMX build dies at its first decode (SIGILL or a protection fault):
 # make/ggml-amx-tilecfg.h, force-included, fixes that. `make setup LLAMA=avx2` builds one
-# AVX2 backend instead (it compiles ~4x faster; LLAMA_CMAKE_ARGS tunes it for a CPU or adds
-# CUDA). `make llama-cpp-dispatch` / `make llama-cpp-avx2` rebuild an existing venv's.
+# AVX2 backend instead of 14 (LLAMA_CMAKE_ARGS tunes it for a CPU or adds CUDA).
+# `make llama-cpp-dispatch` / `make llama-cpp-avx2` rebuild an existing venv's.
 LLAMA ?= dispatch
 LLAMA_SPEC ?= llama-cpp-python==0.3.36
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF

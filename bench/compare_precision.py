@@ -41,7 +41,7 @@ def scores(
     ran_in: dict = {}
     for run, path in runs.items():
         method = SEEDED.sub(r"\1", run)
-        if methods and method not in methods or run == method and method in seeded:
+        if (methods and method not in methods) or (run == method and method in seeded):
             continue
         record = read_json(path)
         by_method.setdefault(method, []).append(record["score"])
