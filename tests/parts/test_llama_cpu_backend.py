@@ -1,8 +1,8 @@
 """The installed llama.cpp: it decodes on this CPU, with the kernels this CPU has.
 
-`make setup` builds llama.cpp for AVX2; `make llama-cpp-dispatch` with ggml's runtime CPU
-dispatch (Makefile). A build
-whose kernels this CPU cannot run dies of a signal at the first decode, so the decode
+`make setup` builds llama.cpp for the CPU it runs on (-march=native); `make setup
+LLAMA=portable` with ggml's runtime CPU dispatch (Makefile). Either must run the widest
+kernels this CPU has. A build whose kernels this CPU cannot run dies of a signal at the first decode, so the decode
 runs in a child process: a crash fails the test with its signal instead of ending the
 test run. The child reads the packaged SmolLM2-135M GGUF (Q4_1, which has AMX kernels)
 through paracl.parts.llama_batch, with a few-shot prefix long enough for the many-row
@@ -63,29 +63,24 @@ def _cpu_flags() -> set[str]:
     return set()
 
 
-def _dispatch_build() -> bool:
-    """True where `make setup` (or `make llama-cpp-dispatch`) installed one CPU module per
-    x86 level."""
-    import llama_cpp
-
-    return any((Path(llama_cpp.__file__).parent / "lib").glob("libggml-cpu-*.so"))
+# llama.cpp's name of a kernel family (llama_print_system_info) and the /proc/cpuinfo flag
+# that says the CPU runs it
+KERNELS = {
+    "AVX2": "avx2", "FMA": "fma", "F16C": "f16c", "AVX512": "avx512f",
+    "AVX512_VBMI": "avx512vbmi", "AVX512_VNNI": "avx512_vnni", "AVX512_BF16": "avx512_bf16",
+    "AMX_INT8": "amx_int8",
+}  # fmt: skip
 
 
 @pytest.mark.skipif(not Path("/proc/cpuinfo").exists(), reason="reads /proc/cpuinfo (Linux)")
-@pytest.mark.skipif(
-    not _dispatch_build(), reason="an AVX2 build (`make setup LLAMA=avx2`); no dispatch"
-)
 def test_the_cpu_backend_uses_the_widest_kernels_this_cpu_has(child):
-    """AMX where the CPU has it, else AVX-512, else AVX2: the dispatch build's choice."""
+    """AMX where the CPU has it, AVX-512 (with its VNNI and BF16 extensions) where it has
+    that, else AVX2: what a native build compiles and a portable build's dispatch picks."""
     flags = _cpu_flags()
-    wanted = [
-        feature
-        for feature, flag in (("AVX2", "avx2"), ("AVX512", "avx512f"), ("AMX_INT8", "amx_int8"))
-        if flag in flags
-    ]
-    print(f"llama.cpp CPU backend: {child['module']}\n{child['system']}")
-    missing = [f for f in wanted if f"{f} = 1" not in child["system"]]
+    wanted = [kernel for kernel, flag in KERNELS.items() if flag in flags]
+    print(f"llama.cpp CPU backend: {child['module'] or 'linked in'}\n{child['system']}")
+    missing = [k for k in wanted if f"{k} = 1" not in child["system"]]
     assert not missing, (
-        f"{child['module']} runs without {missing}, which this CPU has (an AVX2-only build? "
-        f"`make llama-cpp-dispatch` builds the runtime-dispatch one): {child['system']}"
+        f"llama.cpp runs without {missing}, which this CPU has: rebuild it for this CPU "
+        f"with `make llama-cpp-native`. {child['system']}"
     )

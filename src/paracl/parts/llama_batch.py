@@ -43,7 +43,7 @@ def load_cpu_backend() -> str:
     """Make sure llama.cpp has its CPU backend before the first model; return the file of
     the one that runs (e.g. libggml-cpu-sapphirerapids.so; "" where /proc is not there).
 
-    `make llama-cpp-dispatch` builds ggml's runtime CPU dispatch: one libggml-cpu-<level>.so
+    `make setup LLAMA=portable` builds ggml's runtime CPU dispatch: one libggml-cpu-<level>.so
     per x86 level (AVX2, AVX-512, AMX ...) beside llama_cpp's libraries, and ggml loads the
     best one this CPU runs from the folder named at build time. Loading from llama_cpp/lib here finds
     them in a virtualenv that has moved since. A build with one CPU backend linked in (no
