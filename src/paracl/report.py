@@ -42,11 +42,15 @@ from paracl.core.tables import markdown_table
 MARKER = re.compile(
     r"<!-- report:(@?[A-Za-z0-9_.-]+)(?::([a-z]+))? -->\n(.*?)<!-- /report -->\n", re.S
 )
+TAG = re.compile(r"<(?=[A-Za-z/!?])")  # where HTML would start a tag
 PARTS = ("all", "table", "sets", "claims", "pi")
 EXTRA_PARTS = ("plot", "heatmaps", "curve")
 CURVE = "learning_curve.csv"  # `paracl learning-curve`'s table, committed beside a summary
 PARAMS_PAGE = Path("docs/reference/params.md")
 IMG = Path("docs/img")
+# The plots of docs/img/ are drawn at most this wide (6.4 in at 100 dpi: 640 px), so the
+# docs' text column (~700 px at a 1280 px window) shows them unshrunk.
+PLOT_WIDTH_IN, PLOT_DPI = 6.4, 100
 # Row order of the tables (the JSON's keys are sorted; pi-en-ja's rows last); unknown
 # methods follow, sorted.
 METHOD_ORDER = ("none", "simcse_unsup", "simcse_wiki", "simcse_wiki_domain", "simcse_sup",
@@ -176,13 +180,28 @@ def _legend(text: str, stale: bool) -> str:
     return "\n\n" + " ".join([PRE_FIX_NOTE, *used]) if stale else ""
 
 
+def escape_html(markdown: str) -> str:
+    """A `<` that opens a tag, outside code spans, as `&lt;`: the summary's prose names
+    paths such as `metrics/eval/<method>/<task>.json` in plain text, and a browser hides
+    `<method>` as an unknown tag. Table rows are left as they are (markdown_table escaped
+    their cells)."""
+
+    def line(text: str) -> str:
+        if text.startswith("|"):
+            return text
+        parts = text.split("`")
+        return "`".join(p if i % 2 else TAG.sub("&lt;", p) for i, p in enumerate(parts))
+
+    return "\n".join(line(x) for x in markdown.split("\n"))
+
+
 def render_summary(results: Path, name: str, part: str) -> str:
     from paracl.stages.summary import to_markdown
 
     summary = ordered(read_json(results / name / "summary.json"))
     stale = pre_fix(results, name)
     marks = {method: _marks(method, row, stale) for method, row in summary["methods"].items()}
-    text = split_parts(to_markdown(summary, marks=marks))[part]
+    text = split_parts(escape_html(to_markdown(summary, marks=marks)))[part]
     if not text:
         raise InputError(f"results/{name}/summary.json has no '{part}' part")
     return text + _legend(text, stale)
@@ -261,20 +280,23 @@ def effect_panels(summary: dict) -> list[tuple[str, dict[str, list[float]]]]:
 
 
 def plot_summary(summary: dict, path: Path, title: str, marks: dict[str, str]):
-    """One panel per measure (effect_panels), a row per method, first on top. Returns the
-    (closed) Figure, for tests."""
+    """One panel per measure (effect_panels), one panel a row so that the PNG is no wider
+    than the docs' text column (its 9-point text stays ≥ 9 px there), a row per method,
+    first on top. Returns the (closed) Figure, for tests."""
     from paracl.core.plots import png_figure
 
     panels = effect_panels(summary)
     names = list(summary["methods"])[::-1]
-    size = (4.0 * len(panels) + 2.4, 0.38 * len(names) + 1.6)
-    figure = png_figure(path, dpi=90, figsize=size, ncols=len(panels), sharey=True, squeeze=False)
+    size = (PLOT_WIDTH_IN, (0.3 * len(names) + 1.1) * len(panels) + 0.4)
+    figure = png_figure(path, dpi=PLOT_DPI, figsize=size, nrows=len(panels), squeeze=False)
     with figure as (fig, axes):
-        for ax, (label, values) in zip(axes[0], panels, strict=True):
-            _effect_axes(ax, names, values, label)
         labels = [f"{n} {marks.get(n, '')}".strip() for n in names]
-        axes[0][0].set_yticks(range(len(names)), labels, fontsize=8)
-        fig.suptitle(title, fontsize=10)
+        for ax, (label, values) in zip(axes[:, 0], panels, strict=True):
+            _effect_axes(ax, names, values, label)
+            ax.set_yticks(range(len(names)), labels, fontsize=9)
+        what = "difference to none" if "none" in summary["methods"] else "score"
+        fig.suptitle(f"{title}: each method's {what}, ×100 (seeds and their mean ± sd)",
+                     fontsize=10)  # fmt: skip
     return fig
 
 
@@ -291,7 +313,7 @@ def _effect_axes(ax, names: list[str], values: dict[str, list[float]], label: st
     for y, name in enumerate(names):
         runs = [v - centre for v in values.get(name) or []]
         if not runs:
-            ax.text(0, y, "  no score", va="center", fontsize=7, color="grey")
+            ax.text(0, y, "  no score", va="center", fontsize=8, color="grey")
             continue
         mean = statistics.fmean(runs)
         sd = statistics.stdev(runs) if len(runs) > 1 else 0.0
@@ -308,19 +330,22 @@ def _effect_axes(ax, names: list[str], values: dict[str, list[float]], label: st
     ax.set_xlim(0.0 if bars_from_zero else min(ends) - pad, max(ends) + pad)
     what = f"Δ {label} vs none" if base else f"{label} (axis from 0; no none row)"
     how = "dots: seeds; bar: mean ± sd" + ("; grey: none ± sd" if spread else "")
-    ax.set_xlabel(f"{what} (×100)\n{how}", fontsize=8)
-    ax.tick_params(axis="x", labelsize=8)
+    ax.set_xlabel(f"{what} (×100)\n{how}", fontsize=9)
+    ax.tick_params(axis="x", labelsize=9)
     ax.grid(axis="x", alpha=0.3)
 
 
 def plot_heatmaps(directory: Path, path: Path):
     """The round-trip heatmaps (paper Figures 1 and 3) from the bin CSVs the tag and
-    generate_paraphrases stages write (one row per pair: sim_bin, bleu_bin). Returns the
-    (closed) Figure, or None where there is no CSV."""
+    generate_paraphrases stages write (one row per pair: sim_bin, bleu_bin), one panel a
+    row (two would shrink their cell numbers below 9 px in the docs' column), under a
+    title that says the numbers are percentages. Returns the (closed) Figure, or None
+    where there is no CSV."""
     import numpy as np
     import pandas as pd
 
-    from paracl.parts.tags.heatmap import tags_of, write_png
+    from paracl.core.plots import png_figure
+    from paracl.parts.tags import heatmap
 
     files = sorted(directory.glob("*.csv")) + sorted(directory.glob("generated/*.csv"))
     if not files:
@@ -332,9 +357,16 @@ def plot_heatmaps(directory: Path, path: Path):
         sim, bleu = (
             np.array([float(b.split("-")[0]) + 5 for b in rows[c]]) for c in ("sim_bin", "bleu_bin")
         )
-        title = "round trip (Fig. 1)" if f.parent == directory else tags_of(f.stem)
+        title = "round trip (Fig. 1)" if f.parent == directory else heatmap.tags_of(f.stem)
         panels[title] = (sim, bleu)
-    return write_png(panels, path)
+    size = (4.6, 4.3 * len(panels) + 0.4)
+    figure = png_figure(path, dpi=PLOT_DPI, tight=False, layout="constrained", figsize=size,
+                        nrows=len(panels), squeeze=False)  # fmt: skip
+    with figure as (fig, axes):  # constrained: room for the title above the first panel
+        for ax, (title, (sim, bleu)) in zip(axes[:, 0], panels.items(), strict=True):
+            heatmap._draw(ax, title, sim, bleu)  # the tag stage's own drawing of one panel
+        fig.suptitle("% of each panel's pairs in a SIM × BLEU cell", fontsize=10)
+    return fig
 
 
 def draw_plots(root: Path) -> list[Path]:
@@ -353,7 +385,8 @@ def draw_plots(root: Path) -> list[Path]:
         else:
             data = [read_json(p) for p in _data_files(results / name)]
             rows = tc.curve(tc.points(data, "ppdb", "avg"))
-            tc.plot(rows, out, "ppdb", "avg", tc.planned(data), tc.baseline(data, "avg"))
+            base = tc.baseline(data, "avg")  # the title and y axis name the measure, ×100
+            tc.plot(rows, out, "ppdb", "STS avg ×100", tc.planned(data), base)
         written.append(out)
         heat = root / IMG / f"{name}-heatmaps.png"
         if plot_heatmaps(results / name / "heatmaps", heat):

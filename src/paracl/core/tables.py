@@ -9,6 +9,7 @@ goes into each header cell (`header_cells`), which GitHub and Python-Markdown bo
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 from tabulate import tabulate
@@ -34,7 +35,22 @@ def header_cells(titles: Sequence[str], groups: Sequence[str]) -> list[str]:
 
 
 def _cell(value: object) -> str:
-    """One line, `|` escaped, and `<` outside code spans as `&lt;`: a tag such as
-    `<BLEU20>` in a claim would otherwise be raw HTML that the browser hides."""
-    parts = " ".join(str(value).split()).replace("|", "\\|").split("`")
-    return "`".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
+    """One line, safe in both renderers (GitHub's and Python-Markdown's, the docs site):
+    outside code spans `|` escaped, `<` as `&lt;` (a tag such as `<BLEU20>` would be raw
+    HTML the browser hides) and `{` as `\\{` (attr_list reads a cell's trailing `{...}`
+    as HTML attributes); a code span holding a `|` as a `<code>` element with `&#124;`,
+    since GitHub needs `\\|` there and the site shows that backslash."""
+    parts = " ".join(str(value).split()).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick opens no code span
+        parts[-2:] = [f"{parts[-2]}`{parts[-1]}"]
+    return "".join(_code(p) if i % 2 else _text(p) for i, p in enumerate(parts))
+
+
+def _text(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("{", "\\{")
+
+
+def _code(code: str) -> str:
+    if "|" not in code:
+        return f"`{code}`"
+    return "<code>" + html.escape(code, quote=False).replace("|", "&#124;") + "</code>"
