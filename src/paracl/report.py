@@ -436,7 +436,7 @@ def render_sources() -> str:
         table.append([f"`{source}`", len(files), size, licences, origin])
     return (
         markdown_table(["source", "files", "bytes", "licence", "checksum from"], table)
-        + "\n\n<small>Rendered by `paracl report` from `src/paracl/fetch/sources.tsv`.</small>"
+        + "\n\n<small>Rendered by `paracl report` from `src/paracl/parts/sources/sources.tsv`.</small>"
     )
 
 
@@ -454,7 +454,7 @@ def render_tasks() -> str:
               "epochs, lr, batch from"]  # fmt: skip
     return (
         markdown_table(header, table)
-        + "\n\n<small>Rendered by `paracl report` from `src/paracl/evaluation/tasks.py`.</small>"
+        + "\n\n<small>Rendered by `paracl report` from `src/paracl/parts/evaluation/tasks.py`.</small>"
     )
 
 
@@ -838,7 +838,7 @@ def _loss_sections() -> list[str]:
            + (", may set " + ", ".join(f"`{k}`" for k in own)
               + " for itself (over the shared key of the same name)" if own else "")
            + ", and takes its loss's own keys, checked by the loss's `Params` "
-           "(`src/paracl/training/losses/`):", ""]  # fmt: skip
+           "(`src/paracl/parts/losses/`):", ""]  # fmt: skip
     for loss, module in LOSSES.items():
         doc = " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
         out += [f"### `loss: {loss}`", "", doc, ""]
