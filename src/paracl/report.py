@@ -25,6 +25,7 @@ redrawn by the same command.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import shutil
@@ -32,7 +33,7 @@ import sys
 import types
 from dataclasses import MISSING, Field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from paracl.core.errors import InputError
 from paracl.core.io import atomic_path, read_json
@@ -826,9 +827,51 @@ def _rows(
 HEAD = ["key", "type", "range", "default", "what it does"]
 
 
+# The ranges each loss's `Params.__post_init__` enforces, as (min, max) with None for
+# open; tests/docs/test_params_reference.py checks each bound against that check, so the
+# page cannot state a range the code does not hold.
+LOSS_RANGES: dict[str, dict[str, tuple[float | None, float | None]]] = {
+    "ams": {"margin": (0, math.pi), "mega_batch": (1, None), "mine_k": (0, None),
+            "threshold": (-1, 1)},
+    "ebsim": {"beta": (0, None)},
+}  # fmt: skip
+# Where a key's comment in its loss's source is only the paper's symbol, what it does.
+LOSS_HELP = {
+    "ams": {
+        "scale": "s, the factor every cosine logit is multiplied by (must be > 0; paper 0.5)",
+        "gamma": "g, the weight of the hard negatives' sum h in the denominator (≥ 0; paper 1)",
+        "mine_rule": "Algorithm 2's rule: `closest` (the `mine_k` closest of the mega-batch) "
+        "or `threshold` (each with cosine ≥ `threshold`, at most `mine_k`)",
+    },
+    "ebsim": {
+        "aspects": "the aspects trained, a subset of `[ra, aa]` (relation, alignment); "
+        "`[ra]` is Table 5's -AA ablation",
+    },
+}
+
+
+def field_notes(cls: type) -> dict[str, str]:
+    """Each dataclass field's comment in the class's source, the losses' `Params` being
+    documented so: the comment after the field on its line, else the comment lines just
+    above it."""
+    import inspect
+
+    names, notes, above = {f.name for f in fields(cls)}, {}, []
+    for line in inspect.getsource(cls).splitlines()[1:]:
+        code, _, comment = line.partition("#")
+        if code.strip().startswith("def "):
+            break
+        field = re.match(r"\s+(\w+)\s*:", code)
+        if field and field.group(1) in names:
+            notes[field.group(1)] = comment.strip() or " ".join(above)
+        above = above + [comment.strip()] if comment and not code.strip() else []
+    return notes
+
+
 def _loss_sections() -> list[str]:
     """The method entries' own keys: the shared keys a method may set for itself, then one
-    table per loss of LOSSES."""
+    table per loss of LOSSES, each key with its range and the comment it has in the
+    loss's `Params`."""
     from paracl.core import params
     from paracl.parts.losses import LOSSES
 
@@ -842,13 +885,24 @@ def _loss_sections() -> list[str]:
     for loss, module in LOSSES.items():
         doc = " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
         out += [f"### `loss: {loss}`", "", doc, ""]
-        keys = fields(module.Params)
+        keys, types_ = fields(module.Params), get_type_hints(module.Params)
         if not keys:
             out += ["No keys of its own.", ""]
             continue
-        rows = [[f"`{f.name}`", _type_words(f.type), _yaml(f.default)] for f in keys]
-        out += [markdown_table(["key", "type", "default"], rows), ""]
+        notes = {**field_notes(module.Params), **LOSS_HELP.get(loss, {})}
+        ranges = LOSS_RANGES.get(loss, {})
+        rows = [[f"`{f.name}`", _type_words(types_[f.name]), _loss_range(ranges.get(f.name)),
+                 _yaml(f.default), notes.get(f.name, "")] for f in keys]  # fmt: skip
+        out += [markdown_table(HEAD, rows), ""]
     return out
+
+
+def _loss_range(bounds: tuple[float | None, float | None] | None) -> str:
+    def shown(bound: float | None) -> str | None:
+        return None if bound is None else ("π" if bound == math.pi else f"{bound:g}")
+
+    lo, hi = bounds or (None, None)
+    return _range({"min": shown(lo), "max": shown(hi)})
 
 
 def params_reference(params_yaml: Path = Path("params.yaml")) -> str:

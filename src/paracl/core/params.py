@@ -99,8 +99,14 @@ class Fetch(Section):
 
 class PrepareCorpus(Section):
     class CorpusInput(Section):
-        source: str
-        format: Literal["text", "wiki40b", "jaquad"]
+        source: str = param(
+            help="a file or folder of the raw corpus: a fetched one (data/raw/...) or your own "
+            "text file, hashed by DVC as a dep"
+        )
+        format: Literal["text", "wiki40b", "jaquad"] = param(
+            help="its reader: text = one sentence or paragraph a line (.txt); wiki40b = "
+            "Wiki-40B's marker format (.txt or Parquet); jaquad = JaQuAD's JSON contexts"
+        )
 
     input: dict[Lang, CorpusInput]
     min_words: int = param(min=1, help="keep sentences with more than this many words")
@@ -114,8 +120,11 @@ class PrepareCorpus(Section):
 class PpdbSubstitute(Section):
     class Dictionary(Section):
         # format: see paracl.parts.ppdb_rules (ppdb2/ehimer = the paper's files)
-        format: Literal["ppdb2", "ehimer", "tsv", "ppdb-sample", "sudachi"]
-        path: str
+        format: Literal["ppdb2", "ehimer", "tsv", "ppdb-sample", "sudachi"] = param(
+            help="the dictionary's line format and where p(d|s) comes from (ppdb2, ehimer: "
+            "the papers' files; tsv: source, target, prob; ppdb-sample, sudachi: stand-ins)"
+        )
+        path: str = param(help="the dictionary file (a DVC dep)")
 
     dictionary: dict[Lang, Dictionary]
     max_phrase_words: dict[Lang, int] = param(min=1, max=20)
@@ -354,7 +363,7 @@ class TrainContrastive(Section):
     class Run(Section):
         """One entry of train_contrastive.runs, which `paracl expand` writes (expand_runs)."""
 
-        method: str
+        method: str = param(help="its entry of train_contrastive.methods")
         seed: int | None = param(min=0, help="null: the top-level seed")
         input: str = param(help="its DVC dep (a continued run: the same seed's encoder)")
 
