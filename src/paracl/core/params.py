@@ -344,6 +344,19 @@ class GenerateParaphrases(Section):
     threads: int | None = param(min=1, max=256, help="torch CPU threads per worker")
 
 
+class ParaphrasePairs(Section):
+    """The round-trip paper's augmentation of labelled pairs (§5.3, §5.5, §6): one stage
+    per job, paraphrase_pairs@<name>, writing data/paraphrased/<name>.parquet. The round
+    trip reads roundtrip's translators, a tag cell generate_paraphrases' decoding keys."""
+
+    class Job(Section):
+        input: str = param(help="a Parquet of sentence pairs or triplets (its DVC dep)")
+        columns: list[str] = param(help="the text columns paraphrased, e.g. [anchor, positive]")
+        by: str = param(help="roundtrip_greedy, or a tag cell SIMxx_BLEUyy (e.g. SIM95_BLEU0_5)")
+
+    jobs: dict[str, Job] = param(help="job name -> its entry; {} = none")
+
+
 class TrainContrastive(Section):
     class Method(Section):
         """One entry of train_contrastive.methods. Its other keys are shared training keys it
@@ -456,6 +469,7 @@ class Params(RunSettings):
     train_paraphraser: TrainParaphraser
     generate_paraphrases: GenerateParaphrases
     train_contrastive: TrainContrastive
+    paraphrase_pairs: ParaphrasePairs
     # -- stage sections above this line --
 
 

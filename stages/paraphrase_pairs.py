@@ -1,0 +1,22 @@
+"""Stage paraphrase_pairs: a pair or triplet dataset's chosen columns, paraphrased.
+
+    python stages/paraphrase_pairs.py JOB PARAPHRASER OUT METRICS
+
+JOB names an entry of `paraphrase_pairs.jobs` (its input, columns, and `by`: the greedy
+round trip or a tag cell of the paraphraser in PARAPHRASER); see
+paracl.stages.paraphrase_pairs. The round trip's translators are paracl.stages.roundtrip's,
+handed over here: a stage module imports no other.
+"""
+
+from paracl.core.stage import run
+from paracl.stages import paraphrase_pairs, roundtrip
+
+KEY_FIGURES = paraphrase_pairs.KEY_FIGURES  # dvc.yaml's key figures
+
+
+def main(params: dict) -> None:
+    paraphrase_pairs.main(params, roundtrip)
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,316 @@
+"""Stage paraphrase_pairs: a pair/triplet Parquet's chosen columns paraphrased by the greedy
+round trip or the paraphraser at a tag cell, each distinct sentence once, the same bytes on
+a rerun, nothing written by a failed run; and the SICK reader that makes NLI triplets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+import yaml
+from stage_helpers import REPO, dep_paths, expand_stages, run_stage
+from test_stage_deps import (
+    EXECUTION_ONLY,
+    NO_STAGE_CODE,
+    _within,
+    import_closure,
+    listed_params,
+    top_level_reads,
+)
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+from paracl.core import io
+from paracl.core.errors import InputError, ParamsError
+from paracl.core.io import read_metadata, read_parquet, write_parquet
+from paracl.core.params import load_params
+from paracl.parts import nli, paraphraser
+from paracl.stages import paraphrase_pairs as stage
+from paracl.stages import roundtrip as translate
+
+# tiny models on shared cores: one torch thread (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+OUT = Path("data/paraphrased/nli.parquet")
+METRICS = Path("metrics/paraphrase_pairs/nli.json")
+HEADER = "\t".join(
+    ["pair_ID", "sentence_A", "sentence_B", "entailment_label", "relatedness_score"]
+    + ["entailment_AB", "entailment_BA", "sentence_A_original", "sentence_B_original"]
+    + ["sentence_A_dataset", "sentence_B_dataset", "SemEval_set"]
+)
+# (id, A, B, label, split): "a man plays" has two entailments and one contradiction, and is
+# also the positive of pair 6; "a dog runs" has no contradiction; pair 5 is TEST
+SICK_ROWS = [
+    (1, "a man plays", "someone plays", "ENTAILMENT", "TRAIN"),
+    (2, "a man plays", "nobody plays", "CONTRADICTION", "TRAIN"),
+    (3, "a man plays", "a person is playing", "ENTAILMENT", "TRAIN"),
+    (4, "a dog runs", "an animal runs", "ENTAILMENT", "TRAIN"),
+    (5, "a cat sleeps", "an animal sleeps", "ENTAILMENT", "TEST"),
+    (6, "a man plays the guitar", "a man plays", "entailment", "TRAIN"),
+    (7, "a dog runs", "a cat sleeps", "NEUTRAL", "TRAIN"),
+]
+
+
+def write_sick(path: Path, rows=SICK_ROWS) -> Path:
+    """A SICK-format file as the mirror's: a header, CRLF line ends, no final newline."""
+    lines = [HEADER] + [
+        "\t".join([str(i), a, b, label, "4.0", "x", "x", a, b, "FLICKR", "FLICKR", split])
+        for i, a, b, label, split in rows
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes("\r\n".join(lines).encode())
+    return path
+
+
+# --- the SICK reader -------------------------------------------------------------------
+
+
+def test_sick_triplets_pair_entailments_with_contradictions_of_the_same_premise(tmp_path):
+    frame = nli.write_sick_triplets(write_sick(tmp_path / "SICK.txt"), tmp_path / "t.parquet")
+    got = read_parquet(tmp_path / "t.parquet", nli.TRIPLETS)
+    assert got["pair_id"].tolist() == [1, 3, 4, 6] == frame["pair_id"].tolist()  # TRAIN only
+    assert got["anchor"].tolist()[:3] == ["a man plays", "a man plays", "a dog runs"]
+    # both entailments of "a man plays" get its one contradiction; "a dog runs" has none
+    assert got["negative"].tolist()[:2] == ["nobody plays", "nobody plays"]
+    assert got["negative_pair_id"].tolist()[:2] == [2, 2]
+    assert got["negative"].isna().tolist() == [False, False, True, True]
+    assert got["positive"].tolist()[3] == "a man plays"  # the lower-case label counts
+    test = nli.sick_triplets(nli.read_sick(tmp_path / "SICK.txt"), ["TEST"])
+    assert test[["anchor", "split"]].values.tolist() == [["a cat sleeps", "TEST"]]
+
+
+def test_sick_negatives_cycle_over_a_premises_contradictions(tmp_path):
+    rows = [
+        (1, "p", "e1", "ENTAILMENT", "TRAIN"),
+        (2, "p", "c1", "CONTRADICTION", "TRAIN"),
+        (3, "p", "e2", "ENTAILMENT", "TRAIN"),
+        (4, "p", "c2", "CONTRADICTION", "TRAIN"),
+        (5, "p", "e3", "ENTAILMENT", "TRAIN"),
+    ]
+    got = nli.sick_triplets(nli.read_sick(write_sick(tmp_path / "s.txt", rows)))
+    assert got["negative"].tolist() == ["c1", "c2", "c1"]
+
+
+def test_sick_reader_errors_name_the_file(tmp_path):
+    with pytest.raises(InputError, match="nope.txt: not found"):
+        nli.read_sick(tmp_path / "nope.txt")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("pair_ID\tsentence_A\n1\ta\n")
+    with pytest.raises(InputError, match=r"bad.txt: no column 'sentence_B'"):
+        nli.read_sick(bad)
+    rows = [(1, "p", "e", "ENTAILMENT", "TRAIN"), ("x", "p", "e", "ENTAILMENT", "TRAIN")]
+    with pytest.raises(InputError, match=r"s.txt:3: pair_ID is not a number"):
+        nli.read_sick(write_sick(tmp_path / "s.txt", rows))
+    with pytest.raises(ValueError, match="unknown SICK split 'DEV'"):
+        nli.sick_triplets(nli.read_sick(write_sick(tmp_path / "ok.txt")), ["DEV"])
+
+
+def test_the_mirrors_sick_train_split(mirror):
+    got = nli.sick_triplets(nli.read_sick(mirror / "sick" / "SICK.txt"))
+    assert len(got) == 1274  # SICK's TRAIN entailments
+    assert got.loc[got["negative"].notna(), "anchor"].nunique() == 104  # "about 100"
+
+
+# --- the job's params ------------------------------------------------------------------
+
+
+def test_by_names_the_round_trip_or_a_tag_cell():
+    assert stage.tags_of("roundtrip_greedy", "w") is None
+    assert stage.tags_of("SIM95_BLEU0_5", "w") == "<SIM95><BLEU0_5>"
+    assert stage.tags_of("SIM70_BLEU40", "w") == "<SIM70><BLEU40>"
+    with pytest.raises(ParamsError, match=r"'paraphrase_pairs.jobs.x.by'.*SIM96_BLEU20"):
+        stage.tags_of("SIM96_BLEU20", "params.yaml: 'paraphrase_pairs.jobs.x.by'")
+    with pytest.raises(ParamsError, match="roundtrip_greedy or a tag cell"):
+        stage.tags_of("<SIM95><BLEU20>", "w")
+    with pytest.raises(ParamsError, match=r"jobs.j.columns' must list distinct"):
+        stage.Job.of("j", {"input": "x", "columns": ["a", "a"], "by": "roundtrip_greedy"})
+
+
+def test_repeated_sentences_are_paraphrased_once_and_mapped_back():
+    frame = pd.DataFrame(
+        {"anchor": ["s1", "s2", "s1"], "positive": ["s2", "s3", None], "label": [0, 1, 2]}
+    )
+    texts = stage.unique_sentences(frame, ["anchor", "positive"])
+    assert texts == ["s1", "s2", "s3"]
+    out = stage.substitute(frame, ["anchor", "positive"], {t: t.upper() for t in texts}, "by")
+    assert out["anchor"].tolist() == ["S1", "S2", "S1"]
+    assert out["positive"].tolist()[:2] == ["S2", "S3"] and out["positive"].isna().tolist()[2]
+    assert out["label"].tolist() == [0, 1, 2] and out["source_row"].tolist() == [0, 1, 2]
+
+
+# --- the stage, on tiny models ---------------------------------------------------------
+
+
+def _params(by: str, columns=("anchor", "positive", "negative"), **gen) -> dict:
+    params = load_params(REPO / "params.yaml")
+    params.update(device="cpu", lang="en", seed=3, executor="local")
+    params["paraphrase_pairs"]["jobs"] = {
+        "nli": {"input": "data/nli/sick.parquet", "columns": list(columns), "by": by}
+    }
+    params["roundtrip"].update(
+        forward_model="tiny-random:marian",
+        backward_model="tiny-random:marian",
+        batch_size=2,
+        max_new_tokens=6,
+    )
+    params["generate_paraphrases"].update(num_beams=2, batch_size=2, **gen)
+    return params
+
+
+def _triplets(root: Path) -> pd.DataFrame:
+    sick = write_sick(root / "SICK.txt")
+    return nli.write_sick_triplets(sick, "data/nli/sick.parquet")
+
+
+def _spy(monkeypatch, module, name: str, index: int) -> list[list[str]]:
+    """Record the texts argument (positional `index`) of every call of module.name."""
+    calls: list[list[str]] = []
+    real = getattr(module, name)
+
+    def spy(*args, **kwargs):
+        calls.append(list(args[index]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, spy)
+    return calls
+
+
+def _snapshot() -> dict[str, bytes]:
+    key = METRICS.with_name("nli.key.json")
+    return {str(p): p.read_bytes() for p in (OUT, METRICS, key)}
+
+
+def test_round_trip_paraphrases_each_sentence_once_and_reruns_to_the_same_bytes(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    triplets = _triplets(tmp_path)
+    calls = _spy(monkeypatch, translate, "round_trip", 3)
+    run_stage("paraphrase_pairs@nli", _params("roundtrip_greedy"))
+    # "a man plays": anchor of rows 0, 1 and positive of row 3; "nobody plays" twice
+    assert calls == [["a man plays", "someone plays", "nobody plays", "a person is playing",
+                      "a dog runs", "an animal runs", "a man plays the guitar"]]  # fmt: skip
+    out = read_parquet(OUT)
+    assert out.columns.tolist() == [*nli.TRIPLETS.names, "source_row", "paraphrased_by"]
+    assert out["source_row"].tolist() == [0, 1, 2, 3]
+    assert set(out["paraphrased_by"]) == {"roundtrip_greedy"}
+    assert out["pair_id"].tolist() == triplets["pair_id"].tolist()  # other columns kept
+    assert out["negative"].isna().tolist() == [False, False, True, True]  # nulls stay null
+    assert out.loc[0, "anchor"] == out.loc[1, "anchor"] == out.loc[3, "positive"]
+    metrics = json.loads(METRICS.read_text())
+    assert (metrics["n_rows"], metrics["n_cells"], metrics["n_sentences"]) == (4, 10, 7)
+    assert metrics["stand_in"] is True and metrics["decoding"] == "greedy"
+    assert read_metadata(OUT)["by"] == "roundtrip_greedy"
+    first = _snapshot()
+    for path in first:
+        Path(path).unlink()
+    run_stage("paraphrase_pairs@nli", _params("roundtrip_greedy"))
+    assert _snapshot() == first
+
+
+def _paraphraser(tiny_bart, path: Path, trained: bool = True) -> None:
+    tok = AutoTokenizer.from_pretrained(tiny_bart)
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_bart)
+    paraphraser.add_tag_tokens(tok, model)
+    tok.save_pretrained(path)
+    model.save_pretrained(path)
+    info = {"trained": trained, "stand_in": True, "n_train": 0}
+    (path / paraphraser.INFO_FILE).write_text(json.dumps(info))
+
+
+def test_tag_cell_paraphrases_each_sentence_once_and_reruns_to_the_same_bytes(
+    tmp_path, monkeypatch, tiny_bart
+):
+    monkeypatch.chdir(tmp_path)
+    _triplets(tmp_path)
+    _paraphraser(tiny_bart, Path("models/paraphraser"))
+    calls = _spy(monkeypatch, paraphraser, "generate", 2)
+    params = _params("SIM95_BLEU20", columns=("anchor", "positive"))
+    run_stage("paraphrase_pairs@nli", params)
+    assert len(calls) == 1 and len(calls[0]) == len(set(calls[0])) == 6
+    assert "nobody plays" not in calls[0]  # the negative column is not chosen
+    out = read_parquet(OUT)
+    assert set(out["paraphrased_by"]) == {"<SIM95><BLEU20>"}
+    assert out["negative"].tolist()[:2] == ["nobody plays", "nobody plays"]  # unchanged
+    assert out.loc[0, "anchor"] == out.loc[3, "positive"]  # one paraphrase, mapped back
+    assert json.loads(METRICS.read_text())["tags"] == "<SIM95><BLEU20>"
+    first = _snapshot()
+    for path in first:
+        Path(path).unlink()
+    run_stage("paraphrase_pairs@nli", params)
+    assert _snapshot() == first
+
+
+def test_a_failed_run_leaves_no_output(tmp_path, monkeypatch, tiny_bart):
+    monkeypatch.chdir(tmp_path)
+    _triplets(tmp_path)
+    _paraphraser(tiny_bart, Path("models/paraphraser"))
+
+    def killed(*args, **kwargs):
+        raise RuntimeError("killed")
+
+    with monkeypatch.context() as patch:  # killed while paraphrasing
+        patch.setattr(paraphraser, "generate", killed)
+        with pytest.raises(RuntimeError, match="killed"):
+            run_stage("paraphrase_pairs@nli", _params("SIM95_BLEU0_5"))
+    assert not OUT.exists() and not METRICS.exists()
+
+    def half_written(table, where, **kwargs):  # killed while writing the Parquet
+        Path(where).write_bytes(b"PAR1 half a file")
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(io.pq, "write_table", half_written)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_stage("paraphrase_pairs@nli", _params("SIM95_BLEU0_5"))
+    assert not OUT.exists() and not METRICS.exists()
+    assert list(OUT.parent.iterdir()) == []  # no temporary file left either
+
+
+def test_bad_inputs_are_one_line_errors_naming_the_culprit(tmp_path, monkeypatch, tiny_bart):
+    monkeypatch.chdir(tmp_path)
+    _triplets(tmp_path)
+    _paraphraser(tiny_bart, Path("models/paraphraser"), trained=False)
+    with pytest.raises(InputError, match=r"paracl_paraphraser.json: the paraphraser was not"):
+        run_stage("paraphrase_pairs@nli", _params("SIM95_BLEU0_5"))
+    with pytest.raises(ParamsError, match=r"jobs.nli.columns'.*'premise' is not a column"):
+        run_stage("paraphrase_pairs@nli", _params("roundtrip_greedy", columns=["premise"]))
+    with pytest.raises(InputError, match=r"column 'pair_id' holds int64, not text"):
+        run_stage("paraphrase_pairs@nli", _params("roundtrip_greedy", columns=["pair_id"]))
+    with pytest.raises(ParamsError, match="generate_paraphrases.min_ratio' exceeds"):
+        _paraphraser(tiny_bart, Path("models/paraphraser"))
+        run_stage("paraphrase_pairs@nli", _params("SIM95_BLEU0_5", min_ratio=2.0, max_ratio=1.0))
+    frame = pd.DataFrame({"a": ["x"], "source_row": [0]})
+    write_parquet(frame, "data/nli/sick.parquet", pa.schema([("a", pa.string()),
+                                                              ("source_row", pa.int64())]))  # fmt: skip
+    with pytest.raises(InputError, match="already has a 'source_row' column"):
+        run_stage("paraphrase_pairs@nli", _params("roundtrip_greedy", columns=["a"]))
+    assert not OUT.exists()
+
+
+# --- dvc.yaml ----------------------------------------------------------------------------
+
+
+def test_dvc_stage_deps_and_params_cover_what_it_runs_and_reads():
+    """tests/pipeline/test_stage_deps.py's checks, on a job (the default lists none)."""
+    pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    assert params["paraphrase_pairs"]["jobs"] == {}  # the default run is unchanged
+    job = {"input": "data/nli/sick.parquet", "columns": ["anchor"], "by": "SIM95_BLEU20"}
+    params["paraphrase_pairs"]["jobs"] = {"sick": job}
+    stages = expand_stages(pipeline, params)
+    got = stages["paraphrase_pairs@sick"]
+    script = REPO / "stages/paraphrase_pairs.py"
+    files = {str(p.relative_to(REPO)) for p in import_closure(script)} - NO_STAGE_CODE
+    deps = dep_paths(got["deps"])
+    assert not [f for f in files if not any(_within(f, d) for d in deps)]
+    assert [d for d in deps if d.startswith("src/") and not any(_within(f, d) for f in files)] == []
+    own = {"data/nli/sick.parquet", "models/paraphraser", "stages/paraphrase_pairs.py"}
+    assert own <= set(deps)
+    read = set().union(*(top_level_reads(f) for f in {script, *import_closure(script)}))
+    assert read - listed_params(got) <= EXECUTION_ONLY
+    assert "paraphrase_pairs.jobs.sick" in got["params"]
+    outs = dep_paths(got["outs"])
+    assert outs == ["data/paraphrased/sick.parquet", "metrics/paraphrase_pairs/sick.json"]
+    assert got["cmd"].split()[2:] == ["sick", "models/paraphraser", *outs]
