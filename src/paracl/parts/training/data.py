@@ -10,6 +10,8 @@ One frame layout serves all bi-encoder methods, whatever the artifact:
 - NLI (premise, hypothesis, label)       -> SimCSE supervised: for each premise, an
                                             entailed hypothesis as positive and a
                                             contradicted one as hard negative.
+- a user's pairs or triplets             -> as they are (Parquet, or TSV with a header
+  (anchor, positive[, negative])            line; an empty negative cell is no negative)
 - paraphrase identification              -> the cross-lingual PI paper's triples: each
   (sentence1, sentence2, label 0/1)         paraphrase pair (label 1) with a label-0
                                             partner of its anchor as hard negative.
@@ -65,6 +67,8 @@ def _read_table(path: Path) -> pd.DataFrame:
         return pd.DataFrame(rows)
     if path.suffix == ".tsv" and _is_pi_tsv(path):
         return read_paws(path)  # labels checked, PAWS-X's untranslated (NS) pairs dropped
+    if path.suffix == ".tsv" and _header(path) >= {"anchor", "positive"}:  # a user's pairs
+        return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=3)
     if path.suffix == ".tsv":
         rows = []
         for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -83,11 +87,15 @@ def _read_table(path: Path) -> pd.DataFrame:
     raise InputError(f"{path}: unknown format (expected .parquet, .jsonl, .tsv or .csv)")
 
 
+def _header(path: Path) -> set[str]:
+    """The names on a TSV's first line (a headerless file gives its first row's cells)."""
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
+        return set(f.readline().rstrip("\r\n").split("\t"))
+
+
 def _is_pi_tsv(path: Path) -> bool:
     """A paraphrase-identification TSV: a header line naming sentence1, sentence2, label."""
-    with open(path, encoding="utf-8-sig", errors="replace") as f:
-        names = f.readline().rstrip("\r\n").split("\t")
-    return {"sentence1", "sentence2", "label"} <= set(names)
+    return {"sentence1", "sentence2", "label"} <= _header(path)
 
 
 def nli_triplets(df: pd.DataFrame, where: str) -> pd.DataFrame:
@@ -177,7 +185,10 @@ def select_rows(df: pd.DataFrame, where: str, tags: str | None = None) -> pd.Dat
 def to_examples(df: pd.DataFrame, where: str) -> pd.DataFrame:
     """Map an artifact's columns onto (anchor, positive, negative); negative may be None."""
     cols = set(df.columns)
-    if {"premise", "hypothesis", "label"} <= cols:
+    if {"anchor", "positive"} <= cols:  # a user's own pairs or triplets, as they are
+        neg = [n or None for n in df["negative"]] if "negative" in cols else None
+        out = pd.DataFrame({"anchor": df["anchor"], "positive": df["positive"], "negative": neg})
+    elif {"premise", "hypothesis", "label"} <= cols:
         out = nli_triplets(df, where)
     elif {"sent0", "sent1"} <= cols:  # SimCSE's supervised CSV: anchor, positive, hard neg
         neg = df["hard_neg"] if "hard_neg" in cols else None
@@ -199,8 +210,8 @@ def to_examples(df: pd.DataFrame, where: str) -> pd.DataFrame:
     else:
         raise InputError(
             f"{where}: no training columns found (has: {', '.join(map(str, df.columns))}); "
-            "expected text[+paraphrase|+negative], premise, hypothesis, label or "
-            "sentence1, sentence2, label"
+            "expected anchor, positive[, negative], text[+paraphrase|+negative], "
+            "premise, hypothesis, label or sentence1, sentence2, label"
         )
     return out.reset_index(drop=True)
 
