@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -65,9 +66,28 @@ def cmd_models(args: argparse.Namespace) -> int:
     return models_main(["--check"])
 
 
+def built_by(path: str, dvc_yaml: Path = Path("dvc.yaml")) -> str | None:
+    """The stage of dvc.yaml that writes `path` (`train_contrastive@ppdb` for
+    models/encoders/ppdb, a foreach stage's out matched against its template), or None.
+    Why: an encoder asked for before `dvc repro` is not a hub id to download."""
+    if not dvc_yaml.is_file():
+        return None
+    for stage, _, out in _artifacts(dvc_yaml):
+        parts = re.split(r"\$\{([^}]*)\}", out.rstrip("/"))
+        pattern = "".join(re.escape(p) if i % 2 == 0 else "([^/]+)" for i, p in enumerate(parts))
+        found = re.fullmatch(pattern, path.rstrip("/"))
+        if found:
+            named = len(parts) == 3 and parts[1] in ("key", "item")  # stage@<that value>
+            return f"{stage}@{found.group(1)}" if named else stage
+    return None
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     from paracl.core.models import resolve_model
 
+    stage = None if Path(args.model).exists() else built_by(args.model)
+    if stage:
+        raise InputError(f"{args.model}: not built yet: `dvc repro {stage}` trains it")
     path = resolve_model(args.model).path  # before the slow import: a bad id fails at once
     from sentence_transformers import SentenceTransformer
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import difflib
 import io
 import json
 import re
@@ -174,6 +175,9 @@ def load_preset(name_or_path: str | Path, presets_dir: str | Path = PRESETS_DIR)
         path = Path(presets_dir) / f"{name_or_path}.yaml"
     if not path.exists():
         known = sorted(p.stem for p in Path(presets_dir).glob("*.yaml"))
+        close = difflib.get_close_matches(str(name_or_path), known, n=1, cutoff=0.6)
+        if close:
+            raise ParamsError(f"{path}: preset not found; did you mean `paracl preset {close[0]}`?")
         raise ParamsError(f"{path}: preset not found (known: {', '.join(known) or 'none'})")
     data = _yaml().load(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
@@ -182,6 +186,7 @@ def load_preset(name_or_path: str | Path, presets_dir: str | Path = PRESETS_DIR)
 
 
 HEADER = re.compile(r"^# (purpose|time): (.+)$")
+ON_TOP = re.compile(r"on top of ([\w.-]+)\s*$")  # a layered preset's purpose line ends so
 
 
 def describe(path: str | Path) -> tuple[str, str]:
@@ -199,6 +204,42 @@ def describe(path: str | Path) -> tuple[str, str]:
         if key not in found:
             raise ParamsError(f"{path}: no '# {key}: ...' line in its header comment")
     return found["purpose"], found["time"]
+
+
+def base_of(path: str | Path) -> str | None:
+    """The preset a layered one is applied after: its `# purpose:` line ends `on top of
+    NAME` (effect-en-finetune adds a column to effect-en's runs)."""
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        match = HEADER.match(line)
+        if match and match.group(1) == "purpose":
+            base = ON_TOP.search(match.group(2))
+            return base.group(1) if base else None
+    return None
+
+
+def missing_base(name: str, preset: dict, params_path: Path, presets_dir: Path) -> str | None:
+    """A one-line warning when `name` is layered on a base whose settings params.yaml does
+    not hold (the keys the layered preset sets itself left aside), else None: applied
+    alone, such a preset runs its column on the wrong encoders."""
+    path = Path(name) if Path(name).suffix else presets_dir / f"{name}.yaml"
+    base = base_of(path) if path.is_file() else None
+    if base is None or not params_path.is_file():
+        return None
+    own = {key for key, _ in _leaves(preset)}
+    _, _, doc = _load(params_path)
+    pending = [
+        key
+        for key, old, new in changes(doc, load_preset(base, presets_dir))
+        if key not in own and not (new is None and old == "<absent>")
+    ]  # null: removed
+    if not pending:
+        return None
+    more = f" (and {len(pending) - 1} more keys)" if len(pending) > 1 else ""
+    return (f"warning: {path.stem} goes on top of {base}, whose {pending[0]}{more} "
+            f"{params_path} does not hold: run `paracl preset {base}` first, then "
+            f"`paracl preset {path.stem}` again")  # fmt: skip
 
 
 def list_presets(presets_dir: str | Path = PRESETS_DIR) -> list[tuple[str, str, str]]:
@@ -370,7 +411,13 @@ def run_cli(args: argparse.Namespace) -> int:
         for name, purpose, time in rows:
             print(f"{name:<{width}}  {purpose}  [{time}]")
         return 0
+    if not Path(args.params).is_file() and not Path(args.presets_dir).is_dir():
+        raise ParamsError(f"{Path.cwd()}: not a paracl project (no {args.params}, no "
+                          f"{args.presets_dir}/): run paracl in your paracl checkout")  # fmt: skip
     preset = load_preset(args.name, args.presets_dir)
+    warning = missing_base(args.name, preset, Path(args.params), Path(args.presets_dir))
+    if warning:
+        print(warning, file=sys.stderr)
     changed = apply_preset(preset, args.params, dry_run=args.dry_run)
     for key, old, new in changed:
         old_text = old if old == "<absent>" else json.dumps(old, ensure_ascii=False)

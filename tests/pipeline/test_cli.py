@@ -200,6 +200,60 @@ def test_preset_command_is_wired(capsys, tmp_path):
     assert params.read_bytes() == before
 
 
+# -- a newcomer's mistakes: each answered by one line that says what to do ----------------
+
+
+def test_a_preset_outside_a_checkout_says_it_is_not_a_paracl_project(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["preset", "ja"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {tmp_path}: not a paracl project (no params.yaml, no presets/): run paracl "
+        "in your paracl checkout\n"
+    )
+
+
+def _preset_args(tmp_path: Path) -> list[str]:
+    import shutil
+
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    return ["--params", str(tmp_path / "params.yaml"), "--presets-dir", str(REPO / "presets")]
+
+
+def test_a_misspelt_preset_gets_a_did_you_mean(capsys, tmp_path):
+    assert main(["preset", "effect_en", *_preset_args(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith("did you mean `paracl preset effect-en`?\n"), err
+    assert main(["preset", "zzz", *_preset_args(tmp_path)]) == 1  # nothing close: the list
+    assert "preset not found (known: default" not in capsys.readouterr().err
+
+
+def test_a_layered_preset_without_its_base_warns_and_with_it_does_not(capsys, tmp_path):
+    args = _preset_args(tmp_path)
+    assert main(["preset", "effect-en-finetune", *args, "--dry-run"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(
+        "warning: effect-en-finetune goes on top of effect-en, whose "
+    ), err
+    assert "run `paracl preset effect-en` first, then `paracl preset effect-en-finetune`" in err
+    assert main(["preset", "effect-en", *args]) == 0
+    capsys.readouterr()
+    assert main(["preset", "effect-en-finetune", *args]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_score_before_dvc_repro_names_the_stage_that_trains_the_encoder(
+    capsys, tmp_path, monkeypatch
+):
+    import shutil
+
+    shutil.copy(REPO / "dvc.yaml", tmp_path / "dvc.yaml")
+    monkeypatch.chdir(tmp_path)
+    assert main(["score", "models/encoders/ppdb", "a .", "b ."]) == 1
+    assert capsys.readouterr().err == (
+        "error: models/encoders/ppdb: not built yet: `dvc repro train_contrastive@ppdb` trains it\n"
+    )
+
+
 def test_version_is_the_installed_packages(capsys):
     from importlib.metadata import version
 
@@ -247,7 +301,7 @@ BAD = {
     "models": None,  # takes no argument: only a usage error (below)
     "score": (["models/encoders/nosuch", "a", "b"], "models/encoders/nosuch"),
     "paraphrase": (["a .", "--tags", "<SIM96><BLEU20>"], "--tags"),
-    "preset": (["nosuch"], "presets/nosuch.yaml"),
+    "preset": (["nosuch"], "not a paracl project"),  # run outside a checkout
     "expand": (["--params", "nosuch.yaml"], "nosuch.yaml"),
     "theta-curve": (["--input", "nosuch.json"], "nosuch.json"),
     "learning-curve": (["--summary", "nosuch.json"], "nosuch.json"),
