@@ -20,7 +20,6 @@ from test_stage_deps import (
     listed_params,
     top_level_reads,
 )
-from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from paracl.core import io
 from paracl.core.errors import InputError, ParamsError
@@ -201,7 +200,8 @@ def test_round_trip_paraphrases_each_sentence_once_and_reruns_to_the_same_bytes(
     assert out.loc[0, "anchor"] == out.loc[1, "anchor"] == out.loc[3, "positive"]
     metrics = json.loads(METRICS.read_text())
     assert (metrics["n_rows"], metrics["n_cells"], metrics["n_sentences"]) == (4, 10, 7)
-    assert metrics["stand_in"] is True and metrics["decoding"] == "greedy"
+    assert metrics["stand_in"] is True and metrics["paper_model"] is False
+    assert metrics["decoding"] == "greedy" and metrics["forward_model"]["stand_in"] is True
     assert read_metadata(OUT)["by"] == "roundtrip_greedy"
     first = _snapshot()
     for path in first:
@@ -210,9 +210,10 @@ def test_round_trip_paraphrases_each_sentence_once_and_reruns_to_the_same_bytes(
     assert _snapshot() == first
 
 
-def _paraphraser(tiny_bart, path: Path, trained: bool = True) -> None:
-    tok = AutoTokenizer.from_pretrained(tiny_bart)
-    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_bart)
+def _paraphraser(base: Path, path: Path, trained: bool = True) -> None:
+    """A paraphraser directory as train_paraphraser saves it: `base` (either kind) with
+    the tag tokens, and its INFO_FILE."""
+    model, tok = paraphraser.load(base)
     paraphraser.add_tag_tokens(tok, model)
     tok.save_pretrained(path)
     model.save_pretrained(path)
@@ -220,12 +221,13 @@ def _paraphraser(tiny_bart, path: Path, trained: bool = True) -> None:
     (path / paraphraser.INFO_FILE).write_text(json.dumps(info))
 
 
+@pytest.mark.parametrize("base", ["tiny_bart", "tiny_gpt2"])  # the paper's kind, decoder-only
 def test_tag_cell_paraphrases_each_sentence_once_and_reruns_to_the_same_bytes(
-    tmp_path, monkeypatch, tiny_bart
+    tmp_path, monkeypatch, request, base
 ):
     monkeypatch.chdir(tmp_path)
     _triplets(tmp_path)
-    _paraphraser(tiny_bart, Path("models/paraphraser"))
+    _paraphraser(request.getfixturevalue(base), Path("models/paraphraser"))
     calls = _spy(monkeypatch, paraphraser, "generate", 2)
     params = _params("SIM95_BLEU20", columns=("anchor", "positive"))
     run_stage("paraphrase_pairs@nli", params)

@@ -193,13 +193,21 @@ def paraphrase(
     run: RunSettings,
     translate: ModuleType,
 ) -> tuple[list[str], dict]:
-    """The job's paraphrases of `texts` and, for the metrics, what made them."""
+    """The job's paraphrases of `texts` and, for the metrics, what made them: the models,
+    whether any is a stand-in, and whether they are the paper's (a stage never pretends)."""
     if job.tags is None:
-        out, models = round_trip_greedy(texts, params["roundtrip"], run, translate)
+        cfg = params["roundtrip"]
+        out, models = round_trip_greedy(texts, cfg, run, translate)
+        paper = (cfg["forward_model"], cfg["backward_model"]) == translate.PAPER_MODELS
         stand_in = any(m["stand_in"] for m in models.values())
-        return out, {**models, "stand_in": stand_in, "decoding": "greedy"}
+        return out, {**models, "stand_in": stand_in, "paper_model": paper, "decoding": "greedy"}
     out, info = paraphrase_tagged(texts, model_dir, job.tags, params["generate_paraphrases"], run)
-    return out, {"paraphraser": info, "stand_in": bool(info.get("stand_in")), "tags": job.tags}
+    return out, {
+        "paraphraser": info,
+        "stand_in": bool(info.get("stand_in")),
+        "paper_model": bool(info.get("paper_model", False)),
+        "tags": job.tags,
+    }
 
 
 def filled_cells(frame: pd.DataFrame, columns: Sequence[str]) -> int:
