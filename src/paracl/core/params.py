@@ -346,8 +346,8 @@ class GenerateParaphrases(Section):
 
 class ParaphrasePairs(Section):
     """The round-trip paper's augmentation of labelled pairs (§5.3, §5.5, §6): one stage
-    per job, paraphrase_pairs@<name>, writing data/paraphrased/<name>.parquet. The round
-    trip reads roundtrip's translators, a tag cell generate_paraphrases' decoding keys."""
+    per job (paraphrase_pairs@NAME writes data/paraphrased/NAME.parquet). The round trip
+    reads roundtrip's translators, a tag cell generate_paraphrases' decoding keys."""
 
     class Job(Section):
         input: str = param(help="a Parquet of sentence pairs or triplets (its DVC dep)")
