@@ -934,7 +934,7 @@ def params_reference(params_yaml: Path = Path("params.yaml")) -> str:
         doc = (f.type.__doc__ or "").strip()
         out += ["", f"## `{f.name}`", ""]
         if doc and not doc.startswith(f.type.__name__ + "("):
-            out += [" ".join(doc.split()), ""]
+            out += [escape_html(" ".join(doc.split())), ""]  # `<name>` in a docstring
         rows = _rows(fields(f.type), f"{f.name}.", notes, values.get(f.name, {}))
         out.append(markdown_table(HEAD, rows))
     out += ["", *_loss_sections()]
