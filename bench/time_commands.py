@@ -8,8 +8,8 @@ and date (`paracl report`, block @time-table). Results of several calls on one m
 merge into one file; `dvc repro` is timed by bench/time_repro.py, whose total this script
 reads with --repro.
 
-    python bench/time_commands.py --out results/timings/<kind>.json "make setup" "make test"
-    python bench/time_commands.py --out results/timings/<kind>.json --repro stage_times.json
+    python bench/time_commands.py --out results/default/timings-<kind>.json "make setup" "make test"
+    python bench/time_commands.py --out results/default/timings-<kind>.json --repro stage_times.json
 """
 
 from __future__ import annotations

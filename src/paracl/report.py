@@ -520,7 +520,7 @@ def render_cross_cpu(root: Path) -> str:
     return f"{said}\n\n{markdown_table(['Method', 'Avg.', *tasks], table)}\n\n{caption(directory, where)}"
 
 
-STAGE_TIMES = Path("results/default/stage_times.json")
+STAGE_TIMES = Path("results/default")  # stage_times*.json: one file a CPU kind
 
 
 def _minutes(seconds: float) -> str:
@@ -531,28 +531,87 @@ def _minutes(seconds: float) -> str:
     )
 
 
-def render_stage_times(root: Path) -> str:
-    """What the default `dvc repro` costs, stage by stage (bench/time_repro.py's JSON): a
-    stage of several runs (train_contrastive@*, evaluate@*) is one row with its count."""
-    if not (root / STAGE_TIMES).is_file():
-        return f"*{STAGE_TIMES.as_posix()} is not committed yet: `python bench/time_repro.py`.*"
-    data = read_json(root / STAGE_TIMES)
-    rows: dict[str, list[dict]] = {}
+def _cpu_label(machine: str) -> str:
+    """'Intel(R) Xeon(R) Processor, 2 cores, bf16 kernels: amx' -> 'Intel Xeon (AMX)'."""
+    name, *rest = machine.split(", ")
+    name = name.replace("(R)", "").replace(" Processor", "").strip()
+    kernels = [r.split(": ", 1)[1] for r in rest if r.startswith("bf16 kernels: ")]
+    return f"{name} ({kernels[0].upper()})" if kernels and kernels[0] != "none" else name
+
+
+def _stage_rows(data: dict) -> dict[str, tuple[str, float]]:
+    """{stage (several runs of one stage as one, with its count): (what it did, seconds)}."""
+    runs: dict[str, list[dict]] = {}
     for stage in data["stages"]:
-        rows.setdefault(stage["stage"].split("@")[0], []).append(stage)
-    table = []
-    for name, runs in rows.items():
-        seconds = sum(r["seconds"] for r in runs)
-        label = f"{name} × {len(runs)}" if len(runs) > 1 else name
-        said = runs[0]["summary"] if len(runs) == 1 else f"~{seconds / len(runs):.0f} s a run"
-        table.append([f"`{label}`", said, _minutes(seconds)])
-    info = (
-        f"Measured {data['date']} on {data['machine']} by `{data['command']}` (bench/time_repro.py)"
+        runs.setdefault(stage["stage"].split("@")[0], []).append(stage)
+    rows = {}
+    for name, done in runs.items():
+        seconds = sum(r["seconds"] for r in done)
+        label = f"{name} × {len(done)}" if len(done) > 1 else name
+        said = done[0]["summary"] if len(done) == 1 else f"~{seconds / len(done):.0f} s a run"
+        rows[label] = (said, seconds)
+    return rows
+
+
+def render_stage_times(root: Path) -> str:
+    """What the default `dvc repro` costs, stage by stage, a column per CPU kind measured
+    (bench/time_repro.py's JSON files); what each stage did is the first file's."""
+    # the committed default run's own file first: its summaries fill "What it did"
+    files = sorted(
+        (root / STAGE_TIMES).glob("stage_times*.json"),
+        key=lambda f: (f.name != "stage_times.json", f.name),
     )
-    total = f"**{_minutes(data['total_s'])}** in all."
-    where = f"{STAGE_TIMES.as_posix()}"
-    return (f"{total}\n\n{markdown_table(['Stage', 'What it did', 'Wall'], table)}\n\n"
-            f"<small>{info}. Rendered by `paracl report` from `{where}`.</small>")  # fmt: skip
+    if not files:
+        return f"*{STAGE_TIMES.as_posix()}/stage_times.json is not committed yet: `python bench/time_repro.py`.*"
+    runs = [read_json(f) for f in files]
+    labels = [_cpu_label(d["machine"]) for d in runs]
+    rows = [_stage_rows(d) for d in runs]
+    table = [
+        [f"`{stage}`", said, *(_minutes(r[stage][1]) if stage in r else "" for r in rows)]
+        for stage, (said, _) in rows[0].items()
+    ]
+    total = "; ".join(
+        f"**{_minutes(d['total_s'])}** on {lab}" for d, lab in zip(runs, labels, strict=True)
+    )
+    captions = " ".join(
+        f"{lab}: measured {d['date']} on {d['machine']} by `{d['command']}` (bench/time_repro.py), "
+        f"rendered from `{f.relative_to(root).as_posix()}`."
+        for d, lab, f in zip(runs, labels, files, strict=True)
+    )
+    header = ["Stage", "What it did", *(f"Wall ({lab})" for lab in labels)]
+    return (f"In all: {total}.\n\n{markdown_table(header, table)}\n\n"
+            f"<small>{captions} Rendered by `paracl report`.</small>")  # fmt: skip
+
+
+TIMINGS = Path("results/default")  # timings-<kind>.json: one a CPU kind (bench/time_commands.py)
+README_COMMANDS = ("make setup", "dvc repro", "make test")
+
+
+def render_time_table(root: Path) -> str:
+    """The README's commands, a column per CPU kind measured: what a newcomer plans by."""
+    files = sorted((root / TIMINGS).glob("timings-*.json"))
+    if not files:
+        return (
+            f"*{TIMINGS.as_posix()} holds no timings-*.json yet: `python bench/time_commands.py`.*"
+        )
+    runs = [read_json(f) for f in files]
+    labels = [_cpu_label(d["machine"]) for d in runs]
+    table = [
+        [f"`{command}`", *(_minutes(d["commands"][command]["seconds"])
+                           if command in d["commands"] else "not measured" for d in runs)]
+        for command in README_COMMANDS
+    ]  # fmt: skip
+    captions = " ".join(
+        f"{lab} ({d['machine']}): "
+        + "; ".join(
+            f"`{c}` {r['date']}{' at ' + r['commit'] if 'commit' in r else ''} by {r['how']}"
+            for c, r in d["commands"].items()
+        )
+        + f" (`{f.relative_to(root).as_posix()}`)."
+        for d, lab, f in zip(runs, labels, files, strict=True)
+    )
+    header = ["Command", *(f"2 cores of {lab}" for lab in labels)]
+    return f"{markdown_table(header, table)}\n\n<small>{captions}</small>"
 
 
 LLAMA_KERNELS = Path("results/llama-kernels")
@@ -646,12 +705,14 @@ def render_bench_finetune(root: Path) -> str:
 
 GENERATED = {"@sources": render_sources, "@tasks": render_tasks, "@claims": render_claims,
              "@cross-cpu": render_cross_cpu, "@stage-times": render_stage_times,
+             "@time-table": render_time_table,
              "@precision": render_precision, "@bench-finetune": render_bench_finetune,
              "@llama-kernels": render_llama_kernels}  # fmt: skip
 ROOTED = (
     "@claims",
     "@cross-cpu",
     "@stage-times",
+    "@time-table",
     "@precision",
     "@bench-finetune",
     "@llama-kernels",

@@ -242,22 +242,48 @@ def test_history_check_catches_an_issue_and_a_commit_but_not_a_table_or_code():
     assert not HISTORY.search(_prose(block + "1,000,000 pairs on 2026-11-28 by AMD EPYC\n"))
 
 
-def test_stage_times_group_a_stage_of_many_runs_into_one_row(tmp_path):
-    (tmp_path / "results" / "default").mkdir(parents=True)
+def test_stage_times_group_a_stage_of_many_runs_into_one_row_a_column_per_cpu(tmp_path):
+    folder = tmp_path / report.STAGE_TIMES
+    folder.mkdir(parents=True)
     stages = [
         {"stage": "roundtrip", "start_s": 0.0, "seconds": 543.4, "summary": "430 sentences"},
         {"stage": "evaluate@none-pi_en", "start_s": 543.4, "seconds": 9.0, "summary": ""},
         {"stage": "evaluate@ppdb-pi_en", "start_s": 552.4, "seconds": 11.0, "summary": ""},
     ]
-    (tmp_path / report.STAGE_TIMES).write_text(json.dumps({
-        "date": "2026-12-05", "machine": "Xeon, 2 cores", "command": "dvc repro",
-        "total_s": 563.4, "stages": stages}))  # fmt: skip
+    (folder / "stage_times.json").write_text(json.dumps({
+        "date": "2026-12-05", "machine": "Intel(R) Xeon(R) Processor, 2 cores, bf16 kernels: amx",
+        "command": "dvc repro", "total_s": 563.4, "stages": stages}))  # fmt: skip
+    slower = [{**s, "seconds": 2 * s["seconds"], "summary": "other"} for s in stages]
+    (folder / "stage_times-epyc.json").write_text(json.dumps({
+        "date": "2026-12-07", "machine": "AMD EPYC, 2 cores", "command": "dvc repro",
+        "total_s": 1126.8, "stages": slower}))  # fmt: skip
     text = report.render_stage_times(tmp_path)
-    assert "**9 min 23 s** in all." in text
+    assert "**9 min 23 s** on Intel Xeon (AMX); **18 min 47 s** on AMD EPYC." in text
     rows = [squeezed(r) for r in text.splitlines() if r.startswith("| `")]
-    assert rows == ["| `roundtrip` | 430 sentences | 9 min 3 s |",
-                    "| `evaluate × 2` | ~10 s a run | 20 s |"]  # fmt: skip
-    assert "Measured 2026-12-05 on Xeon, 2 cores by `dvc repro`" in text
+    assert rows == ["| `roundtrip` | 430 sentences | 9 min 3 s | 18 min 7 s |",
+                    "| `evaluate × 2` | ~10 s a run | 20 s | 40 s |"]  # fmt: skip
+    assert "Wall (Intel Xeon (AMX)) | Wall (AMD EPYC)" in squeezed(text)
+    assert "measured 2026-12-05 on Intel(R) Xeon(R) Processor, 2 cores" in text
+    assert "measured 2026-12-07 on AMD EPYC, 2 cores" in text
+
+
+def test_the_time_table_has_a_column_per_cpu_kind_and_says_what_is_not_measured(tmp_path):
+    folder = tmp_path / report.TIMINGS
+    folder.mkdir(parents=True)
+    run = {"date": "2026-12-07", "commit": "abc1234", "how": "bench/time_commands.py"}
+    (folder / "timings-amd-epyc.json").write_text(json.dumps({
+        "machine": "AMD EPYC, 2 cores, bf16 kernels: avx512_bf16",
+        "commands": {"make setup": {**run, "seconds": 395.0},
+                     "dvc repro": {**run, "seconds": 1200.0}}}))  # fmt: skip
+    (folder / "timings-intel-xeon.json").write_text(json.dumps({
+        "machine": "Intel(R) Xeon(R) Processor, 2 cores, bf16 kernels: amx",
+        "commands": {"make test": {"date": "2026-12-05", "how": "make test", "seconds": 316}}}))  # fmt: skip
+    text = squeezed(report.render_time_table(tmp_path))
+    assert "| Command | 2 cores of AMD EPYC (AVX512_BF16) | 2 cores of Intel Xeon (AMX) |" in text
+    assert "| `make setup` | 6 min 35 s | not measured |" in text
+    assert "| `make test` | not measured | 5 min 16 s |" in text
+    assert "`make setup` 2026-12-07 at abc1234 by bench/time_commands.py" in text
+    assert "`make test` 2026-12-05 by make test" in text
 
 
 def test_time_repro_times_each_stage_until_the_next_one_starts(tmp_path, monkeypatch):
