@@ -16,6 +16,7 @@ parameter gradients over the N processes, which leaves exactly dL/dθ — the
 single-process gradient on the same global batch (tests/core/test_distributed_gather,
 tests/core/test_distributed_training).
 Outside a process group (or with one process) everything reduces to the plain loss.
+`local_rows` is the share of a global batch each process embeds before the gather.
 """
 
 from __future__ import annotations
@@ -26,6 +27,18 @@ import torch
 def world_size() -> int:
     dist = torch.distributed
     return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def rank() -> int:
+    """This process's rank in the group (0 outside one)."""
+    return torch.distributed.get_rank() if world_size() > 1 else 0
+
+
+def local_rows(n: int) -> slice:
+    """This rank's contiguous share of a global batch of n rows, in rank order, so the
+    gathered columns are the global batch in its single-process order."""
+    world, r = world_size(), rank()
+    return slice(r * n // world, (r + 1) * n // world)
 
 
 class _AllGather(torch.autograd.Function):

@@ -5,9 +5,10 @@ its module from `LOSSES` (`infonce`, `additive_margin`, `weighted_hard_negative`
 `ebsim_triplet`). Each module owns everything its loss needs:
 
 - `Params`: a frozen dataclass of the entry's own keys, with the papers' defaults;
-- `objective(model, params, cfg) -> objective`: what the trainer optimises (the columns
-  to embed, the loss on their embeddings, any batch preparation such as AMS's
-  mega-batch mining; cfg = the shared train_contrastive keys);
+- `objective(model, params, cfg) -> objective`: what the trainer optimises, a
+  `BiEncoderObjective` of objective.py (the columns to embed, the loss on their
+  embeddings, any batch preparation such as AMS's mega-batch mining; cfg = the shared
+  train_contrastive keys) or, for EBSIM, one of its own;
 - optionally `examples(path, model, params, cfg, seed) -> DataFrame`, where the training
   rows are not the input's pairs as they are (EBSIM builds triples from the corpus).
 

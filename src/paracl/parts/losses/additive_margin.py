@@ -34,10 +34,9 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
-from paracl.core.distributed.gather import all_gather_with_grad
+from paracl.core.distributed.gather import all_gather_with_grad, local_rows
 from paracl.parts.encoder.forward import embed
-from paracl.parts.training import parallel
-from paracl.parts.training.objectives import BiEncoderObjective
+from paracl.parts.losses.objective import BiEncoderObjective
 
 
 class AdditiveMarginScaleLoss(nn.Module):
@@ -127,7 +126,7 @@ class AdditiveMarginObjective(BiEncoderObjective):
         if self.mine_k > 0 and len(mega) > 1:
             was = model.training
             model.eval()
-            share = mega.iloc[parallel.local_rows(len(mega))]
+            share = mega.iloc[local_rows(len(mega))]
             with torch.inference_mode():
                 a = self._embed(model, share["anchor"].astype(str).tolist())
                 p = self._embed(model, share["positive"].astype(str).tolist())

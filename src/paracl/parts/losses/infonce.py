@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-from paracl.parts.training.objectives import BiEncoderObjective
+from paracl.parts.losses.objective import BiEncoderObjective
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from paracl.parts.training.objectives import BiEncoderObjective
+from paracl.parts.losses.objective import BiEncoderObjective
 
 # Keys this loss once took: method_spec refuses them with what replaced them.
 RENAMED = {

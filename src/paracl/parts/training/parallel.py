@@ -26,14 +26,10 @@ import torch
 import torch.distributed as dist
 
 from paracl.core.device import select_device
-from paracl.core.distributed.gather import world_size
+from paracl.core.distributed.gather import rank, world_size
 from paracl.core.params import ParamsError
 
 log = logging.getLogger(__name__)
-
-
-def rank() -> int:
-    return dist.get_rank() if world_size() > 1 else 0
 
 
 def is_main() -> bool:
@@ -85,13 +81,6 @@ def process_group(preference: str) -> Iterator[torch.device]:
         dist.barrier()
     finally:
         dist.destroy_process_group()
-
-
-def local_rows(n: int) -> slice:
-    """This rank's contiguous share of a global batch of n rows, in rank order, so the
-    gathered columns are the global batch in its single-process order."""
-    world, r = world_size(), rank()
-    return slice(r * n // world, (r + 1) * n // world)
 
 
 def sync_parameters(params: list[torch.nn.Parameter]) -> None:

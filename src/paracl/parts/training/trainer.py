@@ -56,7 +56,7 @@ from paracl.core.device import (
     optimizer_step,
     seed_everything,
 )
-from paracl.core.distributed.gather import gather_columns, world_size
+from paracl.core.distributed.gather import gather_columns, local_rows, rank, world_size
 from paracl.parts.encoder.build import inference_model
 from paracl.parts.encoder.forward import embed
 from paracl.parts.training import parallel
@@ -214,7 +214,7 @@ def _step(
     """Forward and backward of one global batch (this rank's rows), the loss scaled by
     `scaler` (fp16); returns the unscaled loss (a detached tensor where reading it would
     wait for the device). The optimiser step is the caller's."""
-    local = batch.iloc[parallel.local_rows(len(batch))]
+    local = batch.iloc[local_rows(len(batch))]
     if objective.per_example:
         # this rank's rows; scaled so that the gradients averaged over ranks are the
         # global batch mean's, and the loss logged is its mean
@@ -267,7 +267,7 @@ def train(
     state found there is resumed from (logged values are replayed into `logger`), so a
     killed run ends with the weights and curves of an uninterrupted one. `dev_examples`:
     the held-out sample `selection: dev_loss` scores (selection.hold_out)."""
-    seed_everything(config.seed + parallel.rank())  # ranks draw their own dropout masks
+    seed_everything(config.seed + rank())  # ranks draw their own dropout masks
     loop = _Loop(model, examples, objective, config, extra_params, checkpoint, logger)
     loop.select = _Selector(config, model, objective, dev_score, dev_examples, loop.total)
     loop.resume()
@@ -583,5 +583,5 @@ def _restore(
             progress.epoch + 1,
             progress.batch,
         )
-    set_rng_state(rngs[parallel.rank()], model.device)
+    set_rng_state(rngs[rank()], model.device)
     return None if state["prepared"] is None else pd.DataFrame(state["prepared"])
