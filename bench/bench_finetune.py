@@ -113,9 +113,15 @@ def task_data(args):
 
 
 def config(args, precision: str):
+    """params.yaml's evaluate keys, with the bench's epoch, lr, batch and precision, the
+    whole batch in one forward (as the other loops)."""
+    from paracl.core.configs import from_section
+    from paracl.core.params import load_params
     from paracl.parts.finetune.tuning import FinetuneConfig
 
-    return FinetuneConfig(epochs=1, lr=LR, batch_size=args.batch_size, precision=precision)
+    own = {"epochs": 1, "lr": LR, "batch_size": args.batch_size, "precision": precision}
+    section = {**load_params()["evaluate"], **own, "mini_batch_size": None}
+    return from_section(FinetuneConfig, section)
 
 
 def batches(args, n: int) -> list[list[int]]:
@@ -134,7 +140,7 @@ def run_paracl(args, data, model, tokenizer, precision: str) -> dict:
     cpu, cfg, todo = torch.device("cpu"), config(args, precision), batches(args, len(data.train))
     t0 = time.perf_counter()
     y = _targets(data.train, data, "train")
-    tokens = TrainTokens(tokenizer, data.train, y, cfg.max_length)
+    tokens = TrainTokens(tokenizer, data.train, y, cfg.max_seq_length)
     tokenize_s = time.perf_counter() - t0
     fit = make_fit(model, tokens, cfg, cpu, len(todo))
     seed_everything(args.seed)  # the same dropout masks as the bare loop's
@@ -156,7 +162,7 @@ def run_bare(args, data, model, tokenizer, precision: str) -> dict:
     cpu, cfg, todo = torch.device("cpu"), config(args, precision), batches(args, len(data.train))
     y = _targets(data.train, data, "train")
     t0 = time.perf_counter()
-    feats = [{**_encode(tokenizer, data.train, idx, cfg.max_length), "labels": y[idx]}
+    feats = [{**_encode(tokenizer, data.train, idx, cfg.max_seq_length), "labels": y[idx]}
              for idx in todo]  # fmt: skip
     tokenize_s = time.perf_counter() - t0
     fit = make_fit(model, None, cfg, cpu, len(todo))  # its optimizer and schedule only

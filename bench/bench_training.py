@@ -54,9 +54,11 @@ import pandas as pd
 import torch
 from transformers import get_linear_schedule_with_warmup
 
+from paracl.core.configs import from_section
 from paracl.core.device import adamw, autocast, autocast_dtype, precision_record, seed_everything
 from paracl.core.freeze import freeze
 from paracl.core.models import resolve_model
+from paracl.core.params import load_params
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
 from paracl.parts.training.trainer import TrainConfig, _batches, train
@@ -133,8 +135,10 @@ def run_paracl(
     model = _encoder(path, args)
     freeze(model[0].auto_model, layers, False, "--train-layers")
     obj = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
-    cfg = TrainConfig(lr=5e-5, epochs=1, batch_size=args.batch_size, seed=0,
-                      length_grouping=grouping, precision=precision)  # fmt: skip
+    own = {"lr": 5e-5, "epochs": 1, "batch_size": args.batch_size, "length_grouping": grouping,
+           "precision": precision}  # fmt: skip
+    section = {**load_params()["train_contrastive"], **own}
+    cfg = from_section(TrainConfig, section, seed=0, mega_batch=1)
     clock = Clock()
     res = train(model, pairs, obj, cfg)
     return clock.run(res.examples_seen, res.steps, res.losses)

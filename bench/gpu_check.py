@@ -34,6 +34,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from paracl.core.configs import from_section
+from paracl.core.params import load_params
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
 from paracl.parts.training.trainer import TrainConfig, train
@@ -54,6 +56,24 @@ def moved(before: dict, model) -> float:
     return float(sum((after[n] - before[n]).norm() for n in before))
 
 
+PARAMS = load_params(Path(__file__).resolve().parents[1] / "params.yaml")
+
+
+def train_config(batch: int, precision: str) -> TrainConfig:
+    """params.yaml's train_contrastive keys, with this check's lr, epochs, batch and precision."""
+    own = {"lr": 5e-5, "epochs": 1, "batch_size": batch, "precision": precision}
+    return from_section(TrainConfig, {**PARAMS["train_contrastive"], **own}, seed=0, mega_batch=1)
+
+
+def finetune_config(**own):
+    """params.yaml's evaluate keys (max_seq_length 128 ...), with this check's one epoch, the
+    whole batch in one forward, and its own lr, batch and precision."""
+    from paracl.parts.finetune.tuning import FinetuneConfig
+
+    whole = {"epochs": 1, "mini_batch_size": None}
+    return from_section(FinetuneConfig, {**PARAMS["evaluate"], **whole, **own})
+
+
 def snapshot(model) -> dict:
     return {n: p.detach().float().cpu().clone() for n, p in model.named_parameters()}
 
@@ -64,7 +84,7 @@ def contrastive(model_dir: Path, precision: str, batch: int, steps: int, words: 
     text = sentences(batch * steps, words, 0)
     examples = pd.DataFrame({"anchor": text, "positive": text, "negative": [None] * len(text)})
     objective = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
-    config = TrainConfig(lr=5e-5, epochs=1, batch_size=batch, seed=0, precision=precision)
+    config = train_config(batch, precision)
     before = snapshot(model)
     cuda = DEVICE.type == "cuda"
     if cuda:
@@ -82,13 +102,13 @@ def contrastive(model_dir: Path, precision: str, batch: int, steps: int, words: 
 def finetune(model_dir: Path, precision: str) -> dict:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.parts.finetune.tuning import FinetuneConfig, TrainTokens, make_fit
+    from paracl.parts.finetune.tuning import TrainTokens, make_fit
 
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2).to(DEVICE)
     a, b = sentences(32, 8, 1), sentences(32, 8, 2)
     targets = torch.tensor([i % 2 for i in range(32)])
-    cfg = FinetuneConfig(epochs=1, lr=1e-4, batch_size=8, precision=precision, warmup_ratio=0)
+    cfg = finetune_config(lr=1e-4, batch_size=8, precision=precision)
     tokens = TrainTokens(tok, pd.DataFrame({"sentence1": a, "sentence2": b}), targets, 128)
     fit = make_fit(model, tokens, cfg, DEVICE, steps=4)
     before = snapshot(model)
@@ -209,7 +229,7 @@ def timed_train(model, precision: str, batch: int, steps: int, seed: int) -> tup
     text = sentences(batch * steps, 40, seed)
     examples = pd.DataFrame({"anchor": text, "positive": text, "negative": [None] * len(text)})
     objective = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
-    config = TrainConfig(lr=5e-5, epochs=1, batch_size=batch, seed=0, precision=precision)
+    config = train_config(batch, precision)
     _sync()
     t0 = time.perf_counter()
     result = train(model, examples, objective, config, None, None, objective.parameters())
@@ -262,14 +282,14 @@ def finetune_timing(path: Path, precision: str, batch: int, steps: int) -> dict:
     second."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.parts.finetune.tuning import FinetuneConfig, TrainTokens, make_fit
+    from paracl.parts.finetune.tuning import TrainTokens, make_fit
 
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=2).to(DEVICE)
     n = batch * (steps + 1)
     pairs = pd.DataFrame({"sentence1": sentences(n, 20, 5), "sentence2": sentences(n, 20, 6)})
     targets = torch.tensor([i % 2 for i in range(n)])
-    cfg = FinetuneConfig(epochs=1, lr=2e-5, batch_size=batch, max_length=128, precision=precision)
+    cfg = finetune_config(lr=2e-5, batch_size=batch, precision=precision)
     fit = make_fit(model, TrainTokens(tok, pairs, targets, 128), cfg, DEVICE, steps + 1)
     model.train()
     times = []
@@ -290,8 +310,9 @@ def generation_timing(path: Path, precision: str, batch: int, beams: int) -> dic
     from paracl.parts import paraphraser as para
 
     model, tok = para.load(path, DEVICE)
+    window = {k: PARAMS["generate_paraphrases"][k] for k in ("min_ratio", "max_ratio")}
     kwargs = {"num_beams": beams, "batch_size": batch, "max_length": 64, "device": DEVICE,
-              "precision": precision}  # fmt: skip
+              "precision": precision, **window}  # fmt: skip
     t0 = time.perf_counter()
     para.generate(model, tok, sentences(2, 12, 7), "", **kwargs)
     _sync()

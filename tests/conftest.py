@@ -1,9 +1,14 @@
-"""Shared fixtures: tiny random models of real architectures, and the data mirror."""
+"""Shared fixtures: tiny random models of real architectures, the data mirror, and the
+parts' configs built from params.yaml (`part_config`)."""
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +29,57 @@ standins.register()
 REGISTER = "paracl.testing.standins.register"
 # where the test modules are (pyproject.toml's pythonpath): tests/ and one folder a floor
 TEST_DIRS = (".", "stages", "parts", "core", "pipeline", "docs")
+
+
+# Each part config: its params.yaml section, and the fields its stage passes besides the
+# section, each with what a test takes: a params.yaml key (a str) or the value itself.
+# Tests build them with `part_config`; tests/parts/test_part_configs.py checks the table
+# against the classes (no defaults, every other field a key of the section).
+RUN = {"seed": "seed", "precision": "precision"}
+PART_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
+    "paracl.parts.filler.pipeline.CorruptConfig": ("corrupt", {}),
+    "paracl.parts.filler.causal.Sampling": ("corrupt", {}),
+    "paracl.parts.filler.adapt.AdaptConfig":
+        ("adapt_filler.t5", {"max_length": "adapt_filler.max_length", **RUN}),
+    "paracl.parts.filler.adapt_causal.CausalAdaptConfig":
+        ("adapt_filler.causal_lm", {"max_length": "adapt_filler.max_length", **RUN}),
+    "paracl.parts.training.trainer.TrainConfig":
+        ("train_contrastive", {**RUN, "mega_batch": 1}),  # 1: no loss that mines
+    "paracl.parts.finetune.tuning.FinetuneConfig": ("evaluate", {"precision": "precision"}),
+    "paracl.parts.corpus.pipeline.CorpusConfig": ("prepare_corpus", {
+        "source": "prepare_corpus.input.en.source", "format": "prepare_corpus.input.en.format",
+        "lang": "lang", "seed": "seed"}),
+}  # fmt: skip
+
+
+@functools.cache
+def _params() -> dict:
+    from paracl.core.params import load_params
+
+    return load_params(REPO / "params.yaml")
+
+
+def params_at(key: str) -> Any:
+    """params.yaml's value at a dotted key (`adapt_filler.t5`), checked, a fresh copy."""
+    value = _params()
+    for name in key.split("."):
+        value = value[name]
+    return copy.deepcopy(value)
+
+
+def part_config(cls: type, **overrides: Any) -> Any:
+    """`cls` built as its stage builds it (paracl.core.configs.from_section) from
+    params.yaml's section, `overrides` over it: a test names only what it changes."""
+    from paracl.core.configs import from_section
+
+    section, extra = PART_CONFIGS[f"{cls.__module__}.{cls.__qualname__}"]
+    unknown = sorted(set(overrides) - {f.name for f in fields(cls)})
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field {unknown[0]!r}")
+    given = {k: params_at(v) if isinstance(v, str) else v for k, v in extra.items()}
+    given |= {k: v for k, v in overrides.items() if k in extra}
+    values = params_at(section) | {k: v for k, v in overrides.items() if k not in extra}
+    return from_section(cls, values, **given)
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import torch
+from conftest import part_config
 from transformers import AutoModel
 
 from paracl.core.errors import UserError
@@ -69,7 +70,7 @@ def test_a_training_step_changes_the_top_layer_alone_with_dropout_below(tiny_lla
     states = [auto(**ids, output_hidden_states=True).hidden_states[1] for _ in range(2)]
     assert not torch.equal(*states)  # the frozen layer 0 still draws dropout masks
     obj = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
-    train(model, pairs, obj, TrainConfig(lr=1e-2, batch_size=8))
+    train(model, pairs, obj, part_config(TrainConfig, lr=1e-2, batch_size=8))
     after = auto.state_dict()
     changed = {k for k in before if not torch.equal(before[k], after[k])}
     assert changed == trainable(auto) and "norm.weight" in changed

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import part_config
 from stage_helpers import load_stage, run_stage, squeezed
 
 from paracl.core.params import ParamsError, load_params
@@ -121,7 +122,9 @@ def test_pi_threshold_job(tiny_bert, raw):
 
 
 def test_finetune_regression_and_classification(tiny_bert, raw):
-    cfg = FinetuneConfig(epochs=2, lr=1e-3, batch_size=8, max_length=32, patience=1)
+    cfg = part_config(
+        FinetuneConfig, epochs=2, lr=1e-3, batch_size=8, max_seq_length=32, patience=1
+    )
     data = load_task("stsb", raw, seed=0)
     out = finetune_task(tiny_bert, data, cfg, seeds=[1, 2], device=CPU)
     assert out["metric"] == "spearman" and out["test"]["n"] == 2
@@ -140,7 +143,9 @@ def test_finetune_and_unsup_sts_on_a_causal_lm_encoder(tiny_llama, raw, tmp_path
     own (weighted-mean) embedding of the pair with evaluate.finetune_head pooled."""
     encoder = tmp_path / "encoder"
     save_encoder(build_encoder(tiny_llama, "weighted_mean", None), encoder)
-    cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=8, max_length=32, patience=1)
+    cfg = part_config(
+        FinetuneConfig, epochs=1, lr=1e-3, batch_size=8, max_seq_length=32, patience=1
+    )
     out = finetune_task(encoder, load_task("stsb", raw, seed=0), cfg, seeds=[1], device=CPU)
     assert out["metric"] == "spearman" and math.isfinite(out["test"]["mean"])
     assert out["runs"][0]["head"] == "closing <eos>" and out["config"]["head"] == "last_token"
@@ -259,7 +264,7 @@ def test_finetune_mini_batches_give_the_whole_batchs_gradient(task, tiny_llama, 
         transformer_dir(encoder), **labels
     ).eval()  # no dropout: the two runs see the same function
     causal_pad(tok, model)
-    cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=8, max_length=64)
+    cfg = part_config(FinetuneConfig, epochs=1, lr=1e-3, batch_size=8, max_seq_length=64)
     lengths, y = token_counts(tok, data, 64), _targets(data.train, data, "train")
     tokens = TrainTokens(tok, data.train, y, 64)
     assert tokens.lengths == lengths
@@ -302,7 +307,8 @@ def test_finetune_top_layers_trains_them_and_the_head_only(tiny_llama, raw, tmp_
     assert any(n.startswith("score.") for n in grads)  # the head
     assert any(f"layers.{n_layers - 1}." in n for n in grads)
     assert not any("layers.0." in n or "embed_tokens" in n for n in grads)
-    cfg = FinetuneConfig(epochs=1, lr=1e-2, batch_size=8, max_length=32, patience=1, train_layers=1)
+    own = {"lr": 1e-2, "batch_size": 8, "max_seq_length": 32, "patience": 1, "train_layers": 1}
+    cfg = part_config(FinetuneConfig, epochs=1, **own)
     out = finetune_task(encoder, load_task("stsb", raw, seed=0), cfg, seeds=[1], device=CPU)
     assert (
         out["runs"][0]["trained_layers"] == f"1 of {n_layers}"
@@ -333,7 +339,9 @@ def test_finetune_batches_random_as_before_or_grouped_by_length(tiny_bert, raw):
         return sum(len(b) * max(lengths[i] for i in b) for b in batches)
 
     assert padded(grouped) < padded(batch_order(len(lengths), 4, torch.Generator().manual_seed(1)))
-    cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=4, max_length=64, length_grouping=True)
+    cfg = part_config(
+        FinetuneConfig, epochs=1, lr=1e-3, batch_size=4, max_seq_length=64, length_grouping=True
+    )
     out = finetune_task(tiny_bert, data, cfg, seeds=[1], device=CPU)
     assert out["config"]["length_grouping"] is True and math.isfinite(out["test"]["mean"])
 

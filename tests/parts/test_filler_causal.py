@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from conftest import params_at, part_config
 
 from paracl.parts.filler.causal import CausalFiller, is_causal_lm, row_seed
 from paracl.parts.filler.chunks import load_pipeline
@@ -28,7 +29,9 @@ ANCHORS = pd.DataFrame(
 
 
 def _cfg(**kw) -> CorruptConfig:
-    return CorruptConfig(**{"num_return_sequences": 2, "num_samples": 4, "batch_size": 10, **kw})
+    return part_config(
+        CorruptConfig, **{"num_return_sequences": 2, "num_samples": 4, "batch_size": 10, **kw}
+    )
 
 
 def test_fill_rules():
@@ -91,9 +94,10 @@ def test_same_seed_same_rows_in_any_batching(tiny_gpt2, nlp_en):
 def test_too_few_samples_for_the_negatives_is_a_params_error():
     from paracl.core.params import ParamsError
 
-    cfg = {f: getattr(CorruptConfig(), f) for f in CorruptConfig.__dataclass_fields__}
     with pytest.raises(ParamsError, match="num_samples"):
-        CorruptConfig.from_params({**cfg, "num_return_sequences": 8}, seq2seq=False)
+        CorruptConfig.from_params(
+            {**params_at("corrupt"), "num_return_sequences": 8}, seq2seq=False
+        )
 
 
 def test_stages_record_the_causal_lm_and_corrupt_with_it(tmp_path, monkeypatch, tiny_gpt2):
@@ -152,7 +156,7 @@ def test_packaged_lm_writes_real_negatives(lang, model_id, texts, one_thread):
     from paracl.core.models import resolve_model
 
     anchors = pd.DataFrame({"id": [f"s{i}" for i in range(len(texts))], "text": texts})
-    cfg = CorruptConfig(num_return_sequences=2, num_samples=8)
+    cfg = part_config(CorruptConfig, num_return_sequences=2, num_samples=8)
     filler = CausalFiller(resolve_model(model_id).path, CPU, cfg.sampling(), seed=1)
     rows, _ = corrupt(anchors, load_pipeline(lang), filler, cfg)
     assert len(rows) >= 1

@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 import torch
+from conftest import part_config
 
 from paracl.core import schemas
 from paracl.core.io import read_parquet, write_parquet
@@ -44,7 +45,9 @@ def test_fill_returns_n_candidates_best_first(tiny_t5):
 
 def test_corrupt_rows_and_counts_are_consistent(tiny_t5, nlp_en, tmp_path):
     filler = T5Filler(tiny_t5, CPU)
-    cfg = CorruptConfig(num_beams=4, num_return_sequences=4, batch_size=2, max_fill_tokens=3)
+    cfg = part_config(
+        CorruptConfig, num_beams=4, num_return_sequences=4, batch_size=2, max_fill_tokens=3
+    )
     rows, stats = corrupt(ANCHORS, nlp_en, filler, cfg)
     assert stats["sentences_in"] == 4 and stats["skipped_no_chunk"] == 1
     assert stats["candidates"] == 3 * 4
@@ -60,7 +63,9 @@ def test_corrupt_rows_and_counts_are_consistent(tiny_t5, nlp_en, tmp_path):
 
 
 def test_same_seed_same_negatives_and_batching_does_not_drop_rows(tiny_t5, nlp_en):
-    cfg = CorruptConfig(num_beams=3, num_return_sequences=2, batch_size=3, max_fill_tokens=3)
+    cfg = part_config(
+        CorruptConfig, num_beams=3, num_return_sequences=2, batch_size=3, max_fill_tokens=3
+    )
     torch.manual_seed(0)
     a, sa = corrupt(ANCHORS, nlp_en, T5Filler(tiny_t5, CPU), cfg)
     torch.manual_seed(0)
@@ -70,6 +75,8 @@ def test_same_seed_same_negatives_and_batching_does_not_drop_rows(tiny_t5, nlp_e
 
 
 def test_empty_input_gives_empty_frame_of_the_schema(tiny_t5, nlp_en, tmp_path):
-    rows, stats = corrupt(ANCHORS.iloc[:0], nlp_en, T5Filler(tiny_t5, CPU), CorruptConfig())
+    rows, stats = corrupt(
+        ANCHORS.iloc[:0], nlp_en, T5Filler(tiny_t5, CPU), part_config(CorruptConfig)
+    )
     assert rows.empty and stats["negatives"] == 0 and stats["negatives_per_anchor"] == 0.0
     write_parquet(rows, tmp_path / "e.parquet", schemas.NEGATIVES)

@@ -2,10 +2,12 @@
 as edited so far, the requested beam rank kept (fake steps, the tiny T5, a tiny GPT-2)."""
 
 from collections import Counter
+from dataclasses import asdict
 
 import pandas as pd
 import pytest
 import torch
+from conftest import part_config
 
 from paracl.core.params import ParamsError
 from paracl.parts.filler.causal import CausalFiller
@@ -86,7 +88,7 @@ def test_fill_one_respects_the_decoder_length_and_returns_beams_best_first(tiny_
 
 def _seq(**kw) -> CorruptConfig:
     base = {"mask_mode": "sequential", "num_beams": 4, "num_return_sequences": 2}
-    return CorruptConfig(**{**base, "batch_size": 2, "fill_max_length": 6, **kw})
+    return part_config(CorruptConfig, **{**base, "batch_size": 2, "fill_max_length": 6, **kw})
 
 
 def test_sequential_t5_keeps_the_requested_beam_and_is_deterministic(tiny_t5, nlp_en):
@@ -156,7 +158,7 @@ def test_sequential_causal_lm_is_deterministic(tiny_gpt2, nlp_en):
     ],
 )
 def test_a_bad_param_is_a_one_line_error_naming_it(bad, name):
-    cfg = {f: getattr(_seq(), f) for f in CorruptConfig.__dataclass_fields__}
+    cfg = asdict(_seq())
     with pytest.raises(ParamsError, match=name) as err:
         CorruptConfig.from_params({**cfg, **bad})
     assert "\n" not in str(err.value)
@@ -169,6 +171,6 @@ def test_the_metrics_name_mode_beams_ranks_and_departures():
     small = _seq().summary(causal=False)["deviations"]
     assert "num_beams 4, the authors' 200" in small
     assert "fill_max_length 6, the authors' 15" in small
-    at_once = CorruptConfig().summary(causal=True)
+    at_once = part_config(CorruptConfig).summary(causal=True)
     assert at_once["mask_mode"] == "all_at_once" and at_once["kept_ranks"] is None
     assert len(at_once["deviations"]) == 2  # all chunks at once; sampled, not beams

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import torch
+from conftest import part_config
 from test_eval_e2e import make_raw
 from transformers import AutoTokenizer
 
@@ -42,11 +43,11 @@ def llama_encoder(tiny_llama, tmp_path_factory):
 
 
 CONFIGS = {
-    "bert_stsb": ("stsb", FinetuneConfig(epochs=2, lr=1e-3, batch_size=8, max_length=32,
-                                         patience=3), [1]),
-    "llama_sicke_grouped_chunks": ("sicke", FinetuneConfig(epochs=2, lr=1e-3, batch_size=8,
-                                   max_length=32, patience=3, length_grouping=True,
-                                   mini_batch_size=3), [2]),
+    "bert_stsb": ("stsb", part_config(FinetuneConfig, epochs=2, lr=1e-3, batch_size=8,
+                                      max_seq_length=32, patience=3), [1]),
+    "llama_sicke_grouped_chunks": ("sicke", part_config(FinetuneConfig, epochs=2, lr=1e-3,
+                                   batch_size=8, max_seq_length=32, patience=3,
+                                   length_grouping=True, mini_batch_size=3), [2]),
 }  # fmt: skip
 
 
@@ -133,7 +134,9 @@ def test_a_step_reads_nothing_back_to_the_host(tiny_bert, monkeypatch):
 
     tok = AutoTokenizer.from_pretrained(tiny_bert)
     model = AutoModelForSequenceClassification.from_pretrained(tiny_bert, num_labels=1)
-    cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=4, max_length=32, mini_batch_size=2)
+    cfg = part_config(
+        FinetuneConfig, epochs=1, lr=1e-3, batch_size=4, max_seq_length=32, mini_batch_size=2
+    )
     fit = make_fit(model, TrainTokens(tok, _pairs(), torch.rand(12), 32), cfg, CPU, 3)
     fit.step([0, 1, 2, 3])  # warm: the first batch is checked against the tokenizer
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import part_config
 
 from paracl.parts.filler.causal import CausalFiller
 from paracl.parts.filler.generate import T5Filler
@@ -50,7 +51,9 @@ def _t5_filler(tiny_t5, precision):
 def _causal_filler(tiny_gpt2, precision):
     # unquantized: an int8-quantized filler runs in fp32 whatever the precision
     # (test_filler_causal.py::test_a_quantized_filler_runs_in_fp32_whatever_the_precision)
-    cfg = CorruptConfig(num_return_sequences=1, num_samples=2, batch_size=4, quantize=False)
+    cfg = part_config(
+        CorruptConfig, num_return_sequences=1, num_samples=2, batch_size=4, quantize=False
+    )
     filler = CausalFiller(tiny_gpt2, CPU, cfg.sampling(), seed=1, precision=precision)
     filler.fill([mask_spans(TEXTS[1], [(4, 7)])])
 
@@ -65,8 +68,9 @@ def _paraphraser(tiny_llama, precision):
 
     model, tokenizer = paraphraser.load(tiny_llama, CPU)
     paraphraser.generate(
-        model, tokenizer, TEXTS, "", num_beams=2, max_length=16, precision=precision
-    )
+        model, tokenizer, TEXTS, "", num_beams=2, max_length=16, precision=precision,
+        min_ratio=0.75, max_ratio=1.5,
+    )  # fmt: skip
 
 
 def _evaluation_encoding(tiny_bert, precision):

@@ -25,6 +25,9 @@ from paracl.parts.tags import tagging
 # tiny models on shared cores: one torch thread (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("one_thread")
 
+LOW, HIGH = 0.75, 1.5  # the output length window generate is given (tokens, x the input's)
+WINDOW = {"min_ratio": LOW, "max_ratio": HIGH}
+
 
 @pytest.fixture
 def bart(tiny_bart):
@@ -73,25 +76,25 @@ def test_tag_tokens_are_single_special_tokens(tiny_bart):
 
 @pytest.mark.parametrize("n,expected", [(0, (0, 0)), (4, (3, 6)), (10, (8, 15)), (3, (3, 4))])
 def test_length_window(n, expected):
-    assert paraphraser.length_window(n, 0.75, 1.5) == expected
+    assert paraphraser.length_window(n, LOW, HIGH) == expected
 
 
 def test_generation_respects_length_window(bart):
     tok, model = bart
     texts = TEXTS[:4]
     out, counts = paraphraser.generate(
-        model, tok, texts, "<SIM95><BLEU20>", num_beams=4, batch_size=3
+        model, tok, texts, "<SIM95><BLEU20>", num_beams=4, batch_size=3, **WINDOW
     )
     for text, n_out in zip(texts, counts, strict=True):
         n_in = len(tok(text, add_special_tokens=False)["input_ids"])
-        assert math.ceil(0.75 * n_in) <= n_out <= math.floor(1.5 * n_in)
+        assert math.ceil(LOW * n_in) <= n_out <= math.floor(HIGH * n_in)
     assert all(tag not in o for o in out for tag in tagging.ALL_TAGS)
 
 
 def test_generation_is_deterministic(bart):
     tok, model = bart
-    a = paraphraser.generate(model, tok, TEXTS[:2], "<SIM70><BLEU40>", num_beams=3)
-    b = paraphraser.generate(model, tok, TEXTS[:2], "<SIM70><BLEU40>", num_beams=3)
+    a = paraphraser.generate(model, tok, TEXTS[:2], "<SIM70><BLEU40>", num_beams=3, **WINDOW)
+    b = paraphraser.generate(model, tok, TEXTS[:2], "<SIM70><BLEU40>", num_beams=3, **WINDOW)
     assert a == b
 
 
@@ -271,12 +274,12 @@ def test_causal_new_tokens_are_distinct_and_special(gpt2):
 
 def test_causal_generation_is_deterministic_and_in_window(gpt2):
     tok, model = gpt2
-    kwargs = dict(num_beams=3, batch_size=3)
+    kwargs = dict(num_beams=3, batch_size=3, **WINDOW)
     a = paraphraser.generate(model, tok, TEXTS[:4], "<SIM95><BLEU20>", **kwargs)
     assert a == paraphraser.generate(model, tok, TEXTS[:4], "<SIM95><BLEU20>", **kwargs)
     for text, out, n_out in zip(TEXTS[:4], *a, strict=True):
         n_in = len(tok(text, add_special_tokens=False)["input_ids"])
-        assert math.ceil(0.75 * n_in) <= n_out <= math.floor(1.5 * n_in)
+        assert math.ceil(LOW * n_in) <= n_out <= math.floor(HIGH * n_in)
         assert "\n" not in out and not any(t in out for t in tagging.ALL_TAGS)
     untagged, _ = paraphraser.generate(model, tok, TEXTS[:4], "", **kwargs)
     assert len(untagged) == 4
@@ -387,6 +390,6 @@ def test_real_smollm2_learns_to_paraphrase(tmp_path):
     trained.save(tmp_path)
     model, tok = paraphraser.load(tmp_path)
     texts = ["A woman is slicing an onion in the kitchen.", "The city council approved the budget."]
-    outs, _ = paraphraser.generate(model, tok, texts, "<SIM90><BLEU0_5>", num_beams=2)
+    outs, _ = paraphraser.generate(model, tok, texts, "<SIM90><BLEU0_5>", num_beams=2, **WINDOW)
     for text, out in zip(texts, outs, strict=True):
         assert out and out != text and sum(c.isascii() and c.isalpha() for c in out) > 10

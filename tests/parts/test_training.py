@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import part_config
 from stage_helpers import methods, rank_titled_corpus, run_stage
 
 from paracl.core.errors import InputError
@@ -61,7 +62,7 @@ def test_training_lowers_loss(st_tiny):
             return obj.loss(_embed_columns(model, obj.columns(ex), model.device)).item()
 
     before = eval_loss()
-    train(model, ex, obj, TrainConfig(lr=3e-3, epochs=4, batch_size=16, seed=0))
+    train(model, ex, obj, part_config(TrainConfig, lr=3e-3, epochs=4, batch_size=16, seed=0))
     assert eval_loss() < before - 0.1
 
 
@@ -82,7 +83,10 @@ def test_grad_cache_trainer_equals_full_batch(st_tiny):
                 mod.p = 0.0
         obj = weighted_hard_negative.objective(None, weighted_hard_negative.Params(0.0), TAU)
         res = train(
-            model, ex, obj, TrainConfig(lr=1e-3, batch_size=8, mini_batch_size=mini, seed=0)
+            model,
+            ex,
+            obj,
+            part_config(TrainConfig, lr=1e-3, batch_size=8, mini_batch_size=mini, seed=0),
         )
         runs.append((res.losses[0], embed(model.eval(), ["a man plays"]).detach()))
     assert runs[0][0] == pytest.approx(runs[1][0], rel=1e-4)
@@ -100,7 +104,7 @@ def test_frozen_embeddings_stay_fixed(tiny_bert):
         model,
         ex,
         infonce.objective(model, infonce.Params(), TAU),
-        TrainConfig(lr=1e-3, batch_size=8),
+        part_config(TrainConfig, lr=1e-3, batch_size=8),
     )
     assert torch.equal(emb, before)
     assert not torch.equal(layer.output.dense.weight, layer_before)
@@ -472,5 +476,10 @@ def test_length_grouping_trains_on_the_same_examples(st_tiny):
     lengths = token_lengths(model, ex)
     assert len(lengths) == 16 and all(2 < n <= model.max_seq_length for n in lengths)
     obj = infonce.objective(model, infonce.Params(), TAU)
-    res = train(model, ex, obj, TrainConfig(lr=1e-3, batch_size=4, seed=0, length_grouping=True))
+    res = train(
+        model,
+        ex,
+        obj,
+        part_config(TrainConfig, lr=1e-3, batch_size=4, seed=0, length_grouping=True),
+    )
     assert res.examples_seen == 16 and res.steps == 4

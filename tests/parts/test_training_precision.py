@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from conftest import part_config
 
 from paracl.core import device as device_module
 from paracl.core.device import (
@@ -260,7 +261,9 @@ def test_contrastive_training_runs_in_fp16_with_the_scaler(encoder, monkeypatch)
     model = encoder()
     before = [p.detach().clone() for p in model.parameters()]
     obj = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
-    cfg = trainer.TrainConfig(lr=1e-3, epochs=1, batch_size=8, seed=0, precision="fp16")
+    cfg = part_config(
+        trainer.TrainConfig, lr=1e-3, epochs=1, batch_size=8, seed=0, precision="fp16"
+    )
     result = trainer.train(model, ex, obj, cfg)
     assert result.steps == 2 and all(torch.isfinite(torch.tensor(result.losses)))
     assert made[0].is_enabled() and made[0].get_scale() == 2.0**16  # scaled, no overflow
@@ -280,7 +283,9 @@ def test_contrastive_training_counts_the_steps_the_scaler_skipped(encoder, monke
                                    "paraphrase": [t + " ." for t in texts]}), "fixture")  # fmt: skip
     model = encoder()
     obj = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
-    cfg = trainer.TrainConfig(lr=1e-3, epochs=1, batch_size=8, seed=0, precision="fp16")
+    cfg = part_config(
+        trainer.TrainConfig, lr=1e-3, epochs=1, batch_size=8, seed=0, precision="fp16"
+    )
     result = trainer.train(model, ex, obj, cfg)
     assert result.steps == 2 and result.skipped_steps >= 1
 
@@ -314,7 +319,9 @@ def test_finetune_step_scales_its_loss(tiny_bert):
     s1, s2 = _sentences(8), _sentences(8, seed=1)
     train = pd.DataFrame({"sentence1": s1, "sentence2": s2})
     targets = torch.linspace(0, 1, 8)
-    cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=8, max_length=32, precision="fp16")
+    cfg = part_config(
+        FinetuneConfig, epochs=1, lr=1e-3, batch_size=8, max_seq_length=32, precision="fp16"
+    )
     tokens = TrainTokens(AutoTokenizer.from_pretrained(tiny_bert), train, targets, 32)
 
     def build():

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from conftest import part_config
 from smoke_helpers import SMOKE, merge_preset
 from stage_helpers import methods, run_stage
 
@@ -101,7 +102,7 @@ def _setup(family: str, model_dir: Path):
     seed_everything(0)
     model = build_encoder(model_dir, "mean", max_seq_length=16)
     examples = to_examples(_pairs(12), "fixture")
-    config = TrainConfig(lr=1e-3, epochs=3, batch_size=4, patience=2, seed=0)
+    config = part_config(TrainConfig, lr=1e-3, epochs=3, batch_size=4, patience=2, seed=0)
     extra = None
     if family == "infonce":
         objective = infonce.objective(model, infonce.Params(), TAU)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import part_config
 
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
@@ -48,8 +49,9 @@ def test_sts_dev_every_n_steps_keeps_the_best_steps_weights(tiny_bert):
         seen.append(_weight(model))
         return next(scripted)
 
-    config = TrainConfig(lr=1e-3, epochs=2, batch_size=4, seed=0, selection="sts_dev",
-                         sts_dev_every=2)  # fmt: skip
+    config = part_config(
+        TrainConfig, lr=1e-3, epochs=2, batch_size=4, seed=0, selection="sts_dev", sts_dev_every=2
+    )
     result = train(model, _examples(12), obj, config, dev_score)  # 3 steps an epoch, 6 in all
     assert result.steps == 6 and len(seen) == 3  # after steps 2, 4 and 6
     assert result.best_step == 4 and result.best_dev == 0.9 and result.best_epoch == 2
@@ -59,7 +61,7 @@ def test_sts_dev_every_n_steps_keeps_the_best_steps_weights(tiny_bert):
 
 def test_a_run_shorter_than_the_cadence_scores_its_last_step(tiny_bert):
     model, obj = _setup(tiny_bert)
-    config = TrainConfig(lr=1e-3, epochs=1, batch_size=4, seed=0, sts_dev_every=125)
+    config = part_config(TrainConfig, lr=1e-3, epochs=1, batch_size=4, seed=0, sts_dev_every=125)
     result = train(model, _examples(12), obj, config, lambda m: 0.5)
     assert result.dev_history == [0.5] and result.best_step == 3
 
@@ -78,8 +80,9 @@ def test_dev_loss_keeps_the_lowest_epoch_and_stops_after_patience(tiny_bert, mon
 
     monkeypatch.setattr(trainer, "dev_loss", scripted)
     train_ex, dev = hold_out(_examples(40), 8, 0)
-    config = TrainConfig(lr=1e-3, epochs=5, batch_size=4, seed=0, patience=2,
-                         selection="dev_loss")  # fmt: skip
+    config = part_config(
+        TrainConfig, lr=1e-3, epochs=5, batch_size=4, seed=0, patience=2, selection="dev_loss"
+    )
     result = train(model, train_ex, obj, config, None, dev_examples=dev)
     assert result.dev_losses == [2.0, 1.0, 1.5, 1.2] and result.epochs_run == 4  # stopped
     assert result.best_epoch == 2 and torch.equal(_weight(model), seen[1])
@@ -100,7 +103,7 @@ def test_hold_out_is_a_seeded_disjoint_split_and_dev_loss_is_deterministic(tiny_
 
 def test_selection_none_keeps_the_last_weights_and_scores_nothing(tiny_bert):
     model, obj = _setup(tiny_bert)
-    config = TrainConfig(lr=1e-3, epochs=3, batch_size=4, seed=0, selection="none")
+    config = part_config(TrainConfig, lr=1e-3, epochs=3, batch_size=4, seed=0, selection="none")
     result = train(model, _examples(12), obj, config, lambda m: pytest.fail("scored"))
     assert result.epochs_run == 3 and result.best_epoch == 3 and result.dev_history == []
 
@@ -116,8 +119,9 @@ def test_max_grad_norm_clips_every_step(tiny_bert, monkeypatch):
 
     monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", recording)
     model, obj = _setup(tiny_bert)
-    train(model, _examples(12), obj, TrainConfig(lr=1e-3, batch_size=4, seed=0, max_grad_norm=1.0))
+    config = part_config(TrainConfig, lr=1e-3, batch_size=4, seed=0, max_grad_norm=1.0)
+    train(model, _examples(12), obj, config)
     assert calls == [1.0, 1.0, 1.0]
     calls.clear()
-    train(model, _examples(12), obj, TrainConfig(lr=1e-3, batch_size=4, seed=0))
+    train(model, _examples(12), obj, part_config(TrainConfig, lr=1e-3, batch_size=4, seed=0))
     assert calls == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import torch
+from conftest import part_config
 
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
@@ -75,7 +76,9 @@ def test_training_tokenizes_each_text_once(tiny_bert, monkeypatch):
         model, "preprocess", lambda texts, **kw: seen.append(len(texts)) or real(texts, **kw)
     )
     obj = infonce.objective(model, infonce.Params(), {"temperature": 0.05})
-    cfg = TrainConfig(lr=1e-3, epochs=3, batch_size=8, seed=0, precision="fp32", patience=9)
+    cfg = part_config(
+        TrainConfig, lr=1e-3, epochs=3, batch_size=8, seed=0, precision="fp32", patience=9
+    )
     result = train(model, examples, obj, cfg)
     assert result.steps == 18 and len(result.losses) == 18
     assert seen[0] == 48  # every unique text once, ahead of the first epoch

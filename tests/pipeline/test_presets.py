@@ -361,7 +361,9 @@ def test_architecture_runs_its_code_path(arch, role, request, tmp_path_factory):
         tok = AutoTokenizer.from_pretrained(path)
         model = AutoModelForSeq2SeqLM.from_pretrained(path).eval()
         paraphraser.add_tag_tokens(tok, model)
-        outs, counts = paraphraser.generate(model, tok, texts[:1], "<SIM95><BLEU20>", num_beams=2)
+        outs, counts = paraphraser.generate(
+            model, tok, texts[:1], "<SIM95><BLEU20>", num_beams=2, min_ratio=0.75, max_ratio=1.5
+        )
         assert len(outs) == 1 and counts[0] >= 1
     else:
         raise AssertionError(f"no code path tested for role {role}")

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from conftest import part_config
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from paracl.parts.filler.adapt import AdaptConfig, adapt
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def test_adaptation_lowers_dev_loss(tiny_t5):
     tok = AutoTokenizer.from_pretrained(tiny_t5)
     model = AutoModelForSeq2SeqLM.from_pretrained(tiny_t5)
-    cfg = AdaptConfig(max_steps=40, batch_size=8, eval_every=20, max_length=32, seed=0)
+    cfg = part_config(AdaptConfig, max_steps=40, batch_size=8, eval_every=20, max_length=32, seed=0)
     curve = adapt(model, tok, CORPUS, CORPUS[:6], cfg, torch.device("cpu"))
     assert [r["step"] for r in curve] == [0, 20, 40]
     assert curve[0]["train_loss"] is None
@@ -35,7 +36,7 @@ def test_adaptation_is_deterministic_with_a_seed(tiny_t5):
     def run():
         tok = AutoTokenizer.from_pretrained(tiny_t5)
         model = AutoModelForSeq2SeqLM.from_pretrained(tiny_t5)
-        cfg = AdaptConfig(max_steps=5, batch_size=4, eval_every=5, seed=3)
+        cfg = part_config(AdaptConfig, max_steps=5, batch_size=4, eval_every=5, seed=3)
         return adapt(model, tok, CORPUS, CORPUS[:3], cfg, torch.device("cpu"))
 
     assert run() == run()

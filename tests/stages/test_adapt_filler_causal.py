@@ -3,10 +3,12 @@ perplexity, steps through the fp16 loss scaler, and the adapt_filler / corrupt /
 corrupt_unadapted stages run on it (tiny random models)."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import part_config
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from paracl.parts.filler import adapt_causal, adapt_loop
@@ -45,8 +47,8 @@ def test_sequences_start_with_the_fillers_bos_and_end_with_eos(tiny_llama):
 @pytest.mark.parametrize("arch", ["tiny_llama", "tiny_gpt2"])
 def test_next_token_adaptation_lowers_held_out_perplexity(arch, request):
     model, tok = _load(request.getfixturevalue(arch))
-    cfg = CausalAdaptConfig(lr=3e-3, max_steps=30, batch_size=8, eval_every=15, seed=0)
-    cfg = CausalAdaptConfig(**{**cfg.__dict__, "train_layers": None, "freeze_embeddings": False})
+    cfg = part_config(CausalAdaptConfig, lr=3e-3, max_steps=30, batch_size=8, eval_every=15, seed=0)
+    cfg = replace(cfg, train_layers=None, freeze_embeddings=False)
     curve, trains = adapt_causal.adapt_causal(
         model, tok, DOMAIN, HELD_OUT, cfg, torch.device("cpu")
     )
@@ -62,7 +64,9 @@ def test_top_layers_only_train_and_the_rest_stay(tiny_llama):
     model, tok = _load(tiny_llama)
     frozen = {n: p.detach().clone() for n, p in model.named_parameters() if ".layers.0." in n}
     embed = model.get_input_embeddings().weight.detach().clone()
-    cfg = CausalAdaptConfig(lr=1e-2, max_steps=3, batch_size=4, eval_every=3, train_layers=1)
+    cfg = part_config(
+        CausalAdaptConfig, lr=1e-2, max_steps=3, batch_size=4, eval_every=3, train_layers=1, seed=0
+    )
     _, trains = adapt_causal.adapt_causal(model, tok, DOMAIN, HELD_OUT, cfg, torch.device("cpu"))
     assert trains == "1 of 2"
     assert torch.equal(model.get_input_embeddings().weight, embed)
@@ -84,7 +88,9 @@ def test_steps_go_through_the_loss_scaler(tiny_llama, monkeypatch):
 
     def run():
         model, tok = _load(tiny_llama)
-        cfg = CausalAdaptConfig(lr=3e-3, max_steps=6, batch_size=4, eval_every=6, seed=1)
+        cfg = part_config(
+            CausalAdaptConfig, lr=3e-3, max_steps=6, batch_size=4, eval_every=6, seed=1
+        )
         return adapt_causal.adapt_causal(model, tok, DOMAIN, HELD_OUT, cfg, torch.device("cpu"))
 
     plain, _ = run()
@@ -104,7 +110,9 @@ def test_the_runs_precision_reaches_the_step_loop(tiny_llama, monkeypatch):
         adapt_loop, "grad_scaler", lambda d, precision: asked.append(precision) or real(d, precision=precision)
     )  # fmt: skip
     model, tok = _load(tiny_llama)
-    cfg = CausalAdaptConfig(max_steps=2, batch_size=4, eval_every=2, precision="fp32")
+    cfg = part_config(
+        CausalAdaptConfig, max_steps=2, batch_size=4, eval_every=2, precision="fp32", seed=0
+    )
     adapt_causal.adapt_causal(model, tok, DOMAIN, HELD_OUT, cfg, torch.device("cpu"))
     assert asked == ["fp32"]
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from paracl.core.configs import from_section
 from paracl.core.device import seed_everything, select_device
 from paracl.core.errors import InputError
 from paracl.core.io import atomic_dir, atomic_path, write_json
@@ -156,6 +157,12 @@ def record_causal(model_id: str, out: str, lang: str) -> dict:
             **_loss_metrics([], "causal_lm")}  # fmt: skip
 
 
+def _shared(cfg: dict, seed: int) -> dict:
+    """What both training paths take besides their own subsection: adapt_filler's
+    max_length, the run's seed and precision."""
+    return {"max_length": cfg["max_length"], "seed": seed, "precision": cfg["precision"]}
+
+
 def _adapt_t5_saved(base, out: Path, train, dev, cfg: dict, seed: int, device):
     """Load the T5 at `base`, adapt it when enabled, save it (and its tokenizer) to `out`;
     return (the curve, empty when not adapted; what trained)."""
@@ -165,18 +172,7 @@ def _adapt_t5_saved(base, out: Path, train, dev, cfg: dict, seed: int, device):
     model = AutoModelForSeq2SeqLM.from_pretrained(base)
     curve: list[dict] = []
     if cfg["enabled"]:
-        t5 = cfg["t5"]
-        settings = AdaptConfig(
-            noise_density=t5["noise_density"],
-            mean_noise_span_length=t5["mean_noise_span_length"],
-            lr=t5["lr"],
-            max_steps=t5["max_steps"],
-            batch_size=t5["batch_size"],
-            max_length=cfg["max_length"],
-            eval_every=t5["eval_every"],
-            seed=seed,
-            precision=cfg["precision"],
-        )
+        settings = from_section(AdaptConfig, cfg["t5"], **_shared(cfg, seed))
         curve = adapt(model, tokenizer, train, dev, settings, device)
     model.to("cpu").save_pretrained(out)
     tokenizer.save_pretrained(out)
@@ -190,18 +186,7 @@ def _adapt_causal_saved(base, out: Path, train, dev, cfg: dict, seed: int, devic
 
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    lm = cfg["causal_lm"]
-    settings = CausalAdaptConfig(
-        lr=lm["lr"],
-        max_steps=lm["max_steps"],
-        batch_size=lm["batch_size"],
-        max_length=cfg["max_length"],
-        eval_every=lm["eval_every"],
-        train_layers=lm["train_layers"],
-        freeze_embeddings=lm["freeze_embeddings"],
-        seed=seed,
-        precision=cfg["precision"],
-    )
+    settings = from_section(CausalAdaptConfig, cfg["causal_lm"], **_shared(cfg, seed))
     curve, trains = adapt_causal(model, tokenizer, train, dev, settings, device)
     model.to("cpu").save_pretrained(out)
     tokenizer.save_pretrained(out)

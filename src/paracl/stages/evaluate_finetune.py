@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from paracl.core.configs import from_section
 from paracl.core.io import read_json
 from paracl.parts.evaluation.job_result import job_result
 from paracl.parts.evaluation.sample import sample_rows
@@ -76,20 +77,10 @@ def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[
     samples = _cap(data, caps, seed)
     for name, df in data.eval_sets.items():  # zero-shot / cross-lingual sets: test's cap
         data.eval_sets[name], samples[name] = sample_rows(df, caps["test"], seed, "label")
-    ft = FinetuneConfig(
-        epochs=cfg["epochs"] or t.epochs,
-        lr=cfg["lr"] or t.lr,
-        batch_size=cfg["batch_size"] or t.batch_size,
-        max_length=cfg["max_seq_length"],  # fine-tuning only; embedding tasks: as saved
-        patience=cfg["patience"],
-        precision=cfg["precision"],  # top-level, in by the stage
-        train_layers=cfg["train_layers"],
-        length_grouping=cfg["length_grouping"],
-        mini_batch_size=cfg["mini_batch_size"],
-        head=cfg["finetune_head"],
-    )
+    # epochs, lr and batch_size: the task's paper values where the section leaves them null
+    paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size}
+    ft = from_section(FinetuneConfig, {**cfg, **{k: cfg[k] or v for k, v in paper.items()}})
     out = finetune_task(encoder_dir, data, ft, seeds, device)
-    paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size, "source": t.hp_source}
     note = "the paper's splits" if data.official_split else "; ".join(
         f"{k}: {v}" for k, v in data.provenance.items())  # fmt: skip
     if out.get("eval_sets"):  # each set's mean over seeds, as the embedding jobs break down
@@ -105,6 +96,6 @@ def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[
         "sizes": data.sizes(),
         "paper_sizes": dict(zip(("train", "dev", "test"), t.paper_sizes or (), strict=False)),
         "samples": samples,
-        "paper_hyperparameters": paper,
+        "paper_hyperparameters": {**paper, "source": t.hp_source},
         "split_note": note,
     }

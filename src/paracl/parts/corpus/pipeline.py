@@ -51,6 +51,7 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 from paracl.core import schemas
+from paracl.core.configs import from_section
 from paracl.core.distributed.executor import Done, Executor, make_executor
 from paracl.core.distributed.sharded import Engine
 from paracl.core.distributed.shards import ShardCache
@@ -94,16 +95,10 @@ class CorpusConfig:
                 f"'prepare_corpus.min_words' ({cfg['min_words']}) must be at least 2 less "
                 f"than 'prepare_corpus.max_words' ({cfg['max_words']}): no sentence could pass"
             )
-        return cls(
-            source=cfg["input"][lang]["source"],
-            format=cfg["input"][lang]["format"],
-            lang=lang,
-            min_words=cfg["min_words"],
-            max_words=cfg["max_words"],
-            langdetect_threshold=float(cfg["langdetect_threshold"]),
-            max_sentences=cfg["max_sentences"],
-            seed=run.seed,
-        )
+        # a float, also where YAML writes 1 for 1.0: the cache key hashes it
+        threshold = float(cfg["langdetect_threshold"])
+        section = {**cfg, **cfg["input"][lang], "langdetect_threshold": threshold}
+        return from_section(cls, section, lang=lang, seed=run.seed)
 
 
 # A sentence that passed the length filter: (doc_id, title, n, text, tokens).

@@ -28,15 +28,18 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class AdaptConfig:
-    noise_density: float = 0.15
-    mean_noise_span_length: float = 3.0
-    lr: float = 1e-3
-    max_steps: int = 1000
-    batch_size: int = 32
-    max_length: int = 64  # tokens per sentence (before corruption)
-    eval_every: int = 100
-    seed: int = 0
-    precision: str = "auto"  # params.yaml's top-level precision (paracl.core.device)
+    """The `adapt_filler.t5` section, with adapt_filler's max_length and the run's seed and
+    precision (params.yaml says what each is)."""
+
+    noise_density: float
+    mean_noise_span_length: float
+    lr: float
+    max_steps: int
+    batch_size: int
+    max_length: int  # tokens per sentence (before corruption)
+    eval_every: int
+    seed: int
+    precision: str  # params.yaml's top-level precision (paracl.core.device)
 
 
 Example = tuple[list[int], list[int]]
@@ -124,7 +127,7 @@ def adapt(
         examples = [corrupt_one(train_ids[i], cfg, rng, sentinels, eos) for i in picked]
         return {k: v.to(device) for k, v in collate(examples, pad).items()}
 
-    steps = Steps(cfg.max_steps, cfg.batch_size, cfg.eval_every, cfg.precision)
+    steps = Steps(cfg.max_steps, cfg.batch_size, cfg.eval_every, cfg.precision, None)
     return run_steps(
         model, len(train_ids), make_batch, lambda: dev_loss(model, dev, pad, device, cfg.precision),
         optimizer, steps, rng, device, "adapt T5", on_eval,

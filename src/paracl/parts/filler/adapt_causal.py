@@ -39,18 +39,23 @@ from paracl.parts.filler.causal import bos_id
 log = logging.getLogger(__name__)
 
 
+MAX_GRAD_NORM = 1.0  # the gradient norm each step is clipped to
+
+
 @dataclass(frozen=True)
 class CausalAdaptConfig:
-    lr: float = 1e-4
-    max_steps: int = 30
-    batch_size: int = 8
-    max_length: int = 64  # tokens per sentence, BOS and EOS included
-    eval_every: int = 10
-    train_layers: int | None = 4  # top blocks trained; None = all
-    freeze_embeddings: bool = True
-    max_grad_norm: float = 1.0
-    seed: int = 0
-    precision: str = "auto"  # params.yaml's top-level precision (paracl.core.device)
+    """The `adapt_filler.causal_lm` section, with adapt_filler's max_length and the run's
+    seed and precision (params.yaml says what each is)."""
+
+    lr: float
+    max_steps: int
+    batch_size: int
+    max_length: int  # tokens per sentence, BOS and EOS included
+    eval_every: int
+    train_layers: int | None  # top blocks trained; None = all
+    freeze_embeddings: bool
+    seed: int
+    precision: str  # params.yaml's top-level precision (paracl.core.device)
 
 
 def sequences(tokenizer, texts: Sequence[str], max_length: int) -> list[list[int]]:
@@ -135,7 +140,7 @@ def adapt_causal(
     def make_batch(picked: list[int]) -> dict[str, torch.Tensor]:
         return {k: v.to(device) for k, v in collate([train[i] for i in picked], pad).items()}
 
-    steps = Steps(cfg.max_steps, cfg.batch_size, cfg.eval_every, cfg.precision, cfg.max_grad_norm)
+    steps = Steps(cfg.max_steps, cfg.batch_size, cfg.eval_every, cfg.precision, MAX_GRAD_NORM)
     curve = run_steps(
         model, len(train), make_batch, lambda: mean_nll(model, dev, pad, device, cfg.precision),
         optimizer, steps, rng, device, "adapt causal LM", on_eval,

@@ -30,8 +30,8 @@ class Steps:
     max_steps: int
     batch_size: int
     eval_every: int
-    precision: str = "auto"
-    max_grad_norm: float | None = None  # None: no clipping (T5's Adafactor setting)
+    precision: str
+    max_grad_norm: float | None  # None: no clipping (T5's Adafactor setting)
 
 
 def run_steps(

@@ -39,16 +39,20 @@ from paracl.parts.filler.masking import SENTINEL_RE, Masked
 log = logging.getLogger(__name__)
 
 
+MAX_ROW_TOKENS = 192  # longer anchors are skipped (bounds the KV cache)
+
+
 @dataclass(frozen=True)
 class Sampling:
-    num_samples: int = 6  # hypotheses per anchor
-    top_k: int = 20
-    temperature: float = 1.0
-    fill_slack_tokens: int = 4  # a fill may run this many tokens past its chunk's
-    batch_size: int = 32  # rows (hypotheses) per forward pass
-    max_blanks: int = 2  # chunks one hypothesis replaces (the others stay); 0 = all
-    quantize: bool = True  # CPU: dynamic int8 Linear layers (~2.5x faster)
-    max_row_tokens: int = 192  # longer anchors are skipped (bounds the KV cache)
+    """The causal LM's keys of the `corrupt` section (params.yaml says what each is)."""
+
+    num_samples: int  # hypotheses per anchor
+    top_k: int
+    temperature: float
+    fill_slack_tokens: int  # a fill may run this many tokens past its chunk's
+    batch_size: int  # rows (hypotheses) per forward pass
+    max_blanks: int  # chunks one hypothesis replaces (the others stay); 0 = all
+    quantize: bool  # CPU: dynamic int8 Linear layers (~2.5x faster)
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,7 @@ class CausalFiller:
         """num_samples hypotheses and the anchor's score per input (None: too long)."""
         s = self.sampling
         plans = [self.plan(m) for m in masked]
-        fits = [i for i, plan in enumerate(plans) if self.row_tokens(plan) <= s.max_row_tokens]
+        fits = [i for i, plan in enumerate(plans) if self.row_tokens(plan) <= MAX_ROW_TOKENS]
         fits.sort(key=lambda i: (self.row_tokens(plans[i]), i))  # length buckets
         per = s.num_samples + 1  # rows per anchor; the last one is the anchor itself
         group = max(1, s.batch_size // per)

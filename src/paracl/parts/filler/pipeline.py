@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 
+from paracl.core.configs import from_section
 from paracl.core.params import ParamsError
 from paracl.parts.filler.causal import CausalFiller, Sampling, drop_reason
 from paracl.parts.filler.chunks import noun_chunk_spans
@@ -69,27 +70,29 @@ AUTHORS = {"num_beams": 200, "keep_rank": 2, "fill_max_length": 15}  # gen_forsu
 
 @dataclass(frozen=True)
 class CorruptConfig:
-    num_beams: int = 4
-    num_return_sequences: int = 4
-    batch_size: int = 16
-    max_fill_tokens: int = 8
-    on_missing: str = "original"  # original | drop
-    chunk_batch_size: int = 64
-    num_samples: int = 6  # causal LM: hypotheses sampled per anchor
-    top_k: int = 20
-    temperature: float = 1.0
-    fill_slack_tokens: int = 4
-    max_blanks: int = 2
-    quantize: bool = True
-    mask_mode: str = "all_at_once"  # sequential (JCSE's code) | all_at_once (its text)
-    keep_rank: int = 2  # sequential: the candidate kept per chunk (1 = best)
-    fill_max_length: int = 15  # sequential T5: decoder tokens per chunk, start token included
+    """The generation settings of the `corrupt` section (params.yaml says what each is)."""
+
+    num_beams: int
+    num_return_sequences: int
+    batch_size: int
+    max_fill_tokens: int
+    on_missing: str  # original | drop
+    chunk_batch_size: int
+    num_samples: int  # causal LM: hypotheses sampled per anchor
+    top_k: int
+    temperature: float
+    fill_slack_tokens: int
+    max_blanks: int
+    quantize: bool
+    mask_mode: str  # sequential (JCSE's code) | all_at_once (its text)
+    keep_rank: int  # sequential: the candidate kept per chunk (1 = best)
+    fill_max_length: int  # sequential T5: decoder tokens per chunk, start token included
 
     @classmethod
     def from_params(cls, cfg: dict, seq2seq: bool = True) -> CorruptConfig:
         """The `corrupt` params section's generation settings, checked: a bad value is a
         one-line params error naming it, not a crash later."""
-        config = cls(**{f.name: cfg[f.name] for f in fields(cls)})
+        config = from_section(cls, cfg)
         config.check(seq2seq)
         return config
 
@@ -151,15 +154,8 @@ class CorruptConfig:
         }
 
     def sampling(self) -> Sampling:
-        return Sampling(
-            num_samples=self.num_samples,
-            top_k=self.top_k,
-            temperature=self.temperature,
-            fill_slack_tokens=self.fill_slack_tokens,
-            batch_size=self.batch_size,
-            max_blanks=self.max_blanks,
-            quantize=self.quantize,
-        )
+        """The causal LM filler's share of these settings."""
+        return from_section(Sampling, asdict(self))
 
 
 def join_spaced(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -41,7 +41,6 @@ from transformers import (
 
 from paracl.core.batching import batch_order
 from paracl.core.device import (
-    DEFAULT_PRECISION,
     adamw,
     autocast,
     backward,
@@ -63,22 +62,39 @@ log = logging.getLogger(__name__)
 HEADS = ("last_token", "pooled")  # evaluate.finetune_head
 
 
+# Fixed by the papers' recipe, not params: AdamW's warm-up share and weight decay, and the
+# rows a dev/test forward pass scores at once.
+WARMUP_RATIO = 0.1
+WEIGHT_DECAY = 0.01
+EVAL_BATCH_SIZE = 64
+
+
 @dataclass(frozen=True)
 class FinetuneConfig:
+    """The `evaluate` section's fine-tuning keys (params.yaml says what each is), with the
+    task's epochs, lr and batch_size where the section leaves them null, and the run's
+    precision."""
+
     epochs: int
     lr: float
     batch_size: int
-    max_length: int = 128
-    patience: int = 3
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    eval_batch_size: int = 64
-    precision: str = DEFAULT_PRECISION  # auto | bf16 | fp16 | fp32 (paracl.core.device)
-    train_layers: int | None = None  # top N layers + the task head train; None: every layer
-    length_grouping: bool = False  # batches of similar length (paracl.core.batching); False:
+    max_seq_length: int
+    patience: int
+    precision: str  # auto | bf16 | fp16 | fp32 (paracl.core.device)
+    train_layers: int | None  # top N layers + the task head train; None: every layer
+    length_grouping: bool  # batches of similar length (paracl.core.batching); False:
     # random batches, as the papers' code
-    mini_batch_size: int | None = None  # rows per forward/backward (`chunks`); None: the batch
-    head: str = "last_token"  # a causal LM's head: last_token | pooled (`task_model`)
+    mini_batch_size: int | None  # rows per forward/backward (`chunks`); None: the batch
+    finetune_head: str  # a causal LM's head: last_token | pooled (`task_model`)
+
+    def record(self) -> dict:
+        """The metrics' `config`: the fields and the fixed values above, under the names
+        the recorded results use (max_length, head), so that outputs keep their bytes."""
+        out = asdict(self)
+        out["max_length"] = out.pop("max_seq_length")
+        out["head"] = out.pop("finetune_head")
+        fixed = {"warmup_ratio": WARMUP_RATIO, "weight_decay": WEIGHT_DECAY}
+        return {**out, **fixed, "eval_batch_size": EVAL_BATCH_SIZE}
 
 
 def _targets(df: pd.DataFrame, data: TaskData, split: str) -> torch.Tensor:
@@ -148,9 +164,9 @@ def predict(model, tokenizer, df: pd.DataFrame, cfg: FinetuneConfig, device, reg
     out = np.empty(len(df), dtype=np.float64 if regression else np.int64)
     model.eval()
     with torch.inference_mode(), autocast(device, cfg.precision):
-        for start in range(0, len(df), cfg.eval_batch_size):
-            idx = order[start : start + cfg.eval_batch_size]
-            enc = _encode(tokenizer, df, idx, cfg.max_length).to(device)
+        for start in range(0, len(df), EVAL_BATCH_SIZE):
+            idx = order[start : start + EVAL_BATCH_SIZE]
+            enc = _encode(tokenizer, df, idx, cfg.max_seq_length).to(device)
             logits = model(**enc).logits.float()
             out[idx] = (logits[:, 0] if regression else logits.argmax(-1)).cpu().numpy()
     return out
@@ -333,11 +349,11 @@ def make_fit(model, tokens: TrainTokens, cfg: FinetuneConfig, device, steps: int
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     groups = [
         {"params": [p for n, p in named if not any(k in n for k in no_decay)],
-         "weight_decay": cfg.weight_decay},
+         "weight_decay": WEIGHT_DECAY},
         {"params": [p for n, p in named if any(k in n for k in no_decay)], "weight_decay": 0.0},
     ]  # fmt: skip
     optimizer = adamw(groups, lr=cfg.lr)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * steps), steps)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(WARMUP_RATIO * steps), steps)
     scaler = grad_scaler(device, precision=cfg.precision)
     params = [p for _, p in named]
     return Fit(model, tokens, cfg, device, params, optimizer, scheduler, scaler)
@@ -380,10 +396,12 @@ def finetune_once(
     seed_everything(seed)
     regression = data.task.kind == "regression"
     tokenizer = AutoTokenizer.from_pretrained(transformer_dir(encoder_dir))
-    model, head = task_model(encoder_dir, tokenizer, data.task, cfg.head)
+    model, head = task_model(encoder_dir, tokenizer, data.task, cfg.finetune_head)
     model.to(device)
     trained = trainable(model, cfg.train_layers)
-    tokens = TrainTokens(tokenizer, data.train, _targets(data.train, data, "train"), cfg.max_length)
+    tokens = TrainTokens(
+        tokenizer, data.train, _targets(data.train, data, "train"), cfg.max_seq_length
+    )
     steps = math.ceil(len(data.train) / cfg.batch_size) * cfg.epochs
     best_dev, best_epoch, losses = _train(make_fit(model, tokens, cfg, device, steps), data, seed)
     metrics = report_metrics(data)
@@ -425,7 +443,7 @@ def finetune_task(
             m: summarize_seeds([r["test"][m] for r in runs])["mean"] for m in runs[0]["test"]
         },
         "runs": runs,
-        "config": asdict(cfg),
+        "config": cfg.record(),
         **(
             {
                 "eval_sets": {

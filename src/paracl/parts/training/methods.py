@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from paracl.core.configs import from_section
 from paracl.core.device import precision_record, seed_everything
 from paracl.core.errors import InputError
 from paracl.core.freeze import freeze
@@ -207,7 +208,8 @@ def train_method(
     objective = module.objective(model, spec.params, cfg)
     if "negative" in getattr(objective, "column_names", ()) and examples["negative"].isna().any():
         raise InputError(f"{spec.train_path}: method {spec.name} needs a 'negative' for every row")
-    config = _train_config(cfg, seed, objective.mega_batch)
+    # cfg: the run's train_contrastive keys, with the top-level precision (run.train_config)
+    config = from_section(TrainConfig, cfg, seed=seed, mega_batch=objective.mega_batch)
     result = _train(target, examples, objective, config, logger, checkpoint, dev_examples)
     metrics.update(_trained_metrics(objective.name, len(examples), result, config, device))
     if parallel.is_main():
@@ -308,22 +310,6 @@ def _read_examples(
     return examples, dev_examples
 
 
-def _train_config(cfg: dict, seed: int, mega_batch: int) -> TrainConfig:
-    """The trainer's settings from the run's train_contrastive keys."""
-    return TrainConfig(
-        lr=cfg["lr"],
-        epochs=cfg["epochs"],
-        batch_size=cfg["batch_size"],
-        mini_batch_size=cfg["mini_batch_size"],
-        patience=cfg["patience"],
-        seed=seed,
-        mega_batch=mega_batch,
-        length_grouping=cfg["length_grouping"],
-        precision=cfg["precision"],  # top-level (run.train_config)
-        **selection_config(cfg),
-    )
-
-
 def _train(
     target: _Target, examples, objective, config: TrainConfig, logger, checkpoint, dev_examples
 ) -> TrainResult:
@@ -399,11 +385,6 @@ def _save_trained(
         training=training,
     )
     save_encoder(target.model, target.out_dir, target.saved_length, text)
-
-
-def selection_config(cfg: dict) -> dict:
-    """The TrainConfig keys of model selection and clipping (selection.py)."""
-    return {key: cfg[key] for key in ("selection", "sts_dev_every", "max_grad_norm")}
 
 
 def card_params(spec: MethodSpec, cfg: dict, seed: int) -> dict:

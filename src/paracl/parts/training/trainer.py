@@ -74,21 +74,26 @@ from paracl.parts.training.tokens import TokenCache, embed_cached
 log = logging.getLogger(__name__)
 
 
+WEIGHT_DECAY = 0.0  # AdamW's, as the papers' code (not a param)
+
+
 @dataclass
 class TrainConfig:
-    lr: float = 5e-5
-    epochs: int = 1
-    batch_size: int = 64
-    mini_batch_size: int | None = None
-    patience: int = 3
-    seed: int = 42
-    mega_batch: int = 1  # mini-batches aggregated for mining (AMS, Algorithm 2)
-    weight_decay: float = 0.0
-    length_grouping: bool = False  # batches of similar length (less padding; paracl.core.batching)
-    precision: str = DEFAULT_PRECISION  # auto | bf16 | fp16 | fp32 (paracl.core.device)
-    selection: str = "sts_dev"  # sts_dev | dev_loss | none (selection.py)
-    sts_dev_every: int | None = None  # sts_dev: every N steps (SimCSE); None: each epoch
-    max_grad_norm: float | None = None  # clip the gradient norm (SimCSE's HF Trainer: 1.0)
+    """The run's train_contrastive keys (params.yaml says what each is), with its seed, its
+    precision and its loss's mega_batch."""
+
+    lr: float
+    epochs: int
+    batch_size: int
+    mini_batch_size: int | None
+    patience: int
+    seed: int
+    mega_batch: int  # mini-batches aggregated for mining (AMS, Algorithm 2)
+    length_grouping: bool  # batches of similar length (less padding; paracl.core.batching)
+    precision: str  # auto | bf16 | fp16 | fp32 (paracl.core.device)
+    selection: str  # sts_dev | dev_loss | none (selection.py)
+    sts_dev_every: int | None  # sts_dev: every N steps (SimCSE); None: each epoch
+    max_grad_norm: float | None  # clip the gradient norm (SimCSE's HF Trainer: 1.0)
 
 
 @dataclass
@@ -304,7 +309,7 @@ class _Loop:
         self.extra = list(extra_params or [])
         self.params = [p for p in model.parameters() if p.requires_grad] + self.extra
         parallel.sync_parameters(self.params)
-        self.optimizer = adamw(self.params, lr=config.lr, weight_decay=config.weight_decay)
+        self.optimizer = adamw(self.params, lr=config.lr, weight_decay=WEIGHT_DECAY)
         self.scaler = grad_scaler(self.device, precision=config.precision)
         self.lengths = token_lengths(model, examples) if config.length_grouping else None
         per_epoch = len(self.batches(0))
