@@ -1,7 +1,10 @@
-"""Imports point down: core ← parts ← stages ← the CLI, and no stage imports another.
+"""Imports point down: core ← parts ← stages ← the CLI, no stage imports another, and no
+two packages import each other.
 
 Why: a stage module that imports another stage, or a shared part that imports a stage,
-ties two stages' code together (and their DVC deps); a newcomer reads the floors bottom up.
+ties two stages' code together (and their DVC deps); a newcomer reads the floors bottom up,
+and a circle between two packages has no bottom to start from. The core reaches up by no
+other road either: no `importlib.import_module` of a module, no parsing of source.
 """
 
 from __future__ import annotations
@@ -89,3 +92,118 @@ def test_the_floor_count_follows_the_longest_chain(tmp_path):
     (tmp_path / "paracl/core/b.py").write_text("from paracl.core.c import x\n")
     (tmp_path / "paracl/core/c.py").write_text("x = 1\n")
     assert longest_chain(tmp_path) == ["paracl.core.a", "paracl.core.b", "paracl.core.c"]
+
+
+# -- cycles between packages ----------------------------------------------------------
+
+
+def _package(module: str) -> str:
+    """The unit a cycle is counted between: paracl.<floor>.<name> (a package such as
+    paracl.parts.training, or a module such as paracl.core.io), or a top-level module."""
+    parts = module.split(".")
+    return ".".join(parts[:3] if len(parts) > 2 and parts[1] in FLOOR else parts[:2])
+
+
+# A circle that has an owner, listed so that the test fails on any other. Issue 68 item 5:
+# paracl.presets.main imports paracl.cli (for `python -m paracl.presets`) and the CLI
+# imports the presets; both files belong to the CLI's owner, who breaks the circle.
+KNOWN_CYCLES = {("paracl.cli", "paracl.presets")}
+
+
+def package_cycles(src: Path = SRC) -> list[tuple[str, ...]]:
+    """Each circle of imports between packages (lazy imports too), as its sorted members."""
+    graph: dict[str, set[str]] = {}
+    for path in src.rglob("*.py"):
+        a = _package(_module(path, src))
+        graph.setdefault(a, set()).update(_package(b) for b in _imports(path) if _package(b) != a)
+    reach = {a: _reachable(graph, a) for a in graph}
+    circles = {tuple(sorted(m for m in reach[a] if a in reach.get(m, ()))) for a in graph}
+    return sorted(c for c in circles if len(c) > 1)
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every package `start` imports, directly or through others (itself included)."""
+    seen, todo = {start}, [start]
+    while todo:
+        for b in graph.get(todo.pop(), ()):
+            if b not in seen:
+                seen.add(b)
+                todo.append(b)
+    return seen
+
+
+def test_no_two_packages_import_each_other():
+    new = [c for c in package_cycles() if c not in KNOWN_CYCLES]
+    assert not new, "packages in a circle of imports:\n" + "\n".join(" <-> ".join(c) for c in new)
+
+
+def test_the_check_sees_a_circle(tmp_path):
+    (tmp_path / "paracl/parts/losses").mkdir(parents=True)
+    (tmp_path / "paracl/parts/training").mkdir(parents=True)
+    (tmp_path / "paracl/parts/losses/infonce.py").write_text(
+        "from paracl.parts.training.objectives import X\n"
+    )
+    (tmp_path / "paracl/parts/training/methods.py").write_text(
+        "def f():\n    from paracl.parts.losses import LOSSES\n"
+    )
+    assert package_cycles(tmp_path) == [("paracl.parts.losses", "paracl.parts.training")]
+
+
+# -- the core loads no module by name and parses no source -----------------------------
+
+# Issue 68 item 1 moves each stage's schema out of paracl.core.params, and these with it:
+# the evaluation jobs and the losses, read by name and from source. Listed so that the
+# test fails on any new one; delete an entry when its call goes.
+KNOWN_REACHES = {
+    "paracl.core.params:job_names:importlib.import_module",
+    "paracl.core.params:_check_job_kinds:importlib.import_module",
+    "paracl.core.params:loss_names:ast.parse",
+}
+REACHES = {"importlib.import_module", "import_module", "ast.parse", "__import__"}
+
+
+def reaches(src: Path = SRC) -> list[str]:
+    """`module:function:call` for each call in paracl.core that loads a module by name or
+    parses source (a hidden import that `import` statements do not show)."""
+    found = set()
+    for path in (src / "paracl" / "core").rglob("*.py"):
+        for where, called in _calls(ast.parse(path.read_text()), "<module>"):
+            if called in REACHES:
+                found.add(f"{_module(path, src)}:{where}:{called}")
+    return sorted(found)
+
+
+def _calls(node: ast.AST, where: str):
+    """(innermost enclosing function, the called expression) of each call under `node`."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Call):
+            called = ast.unparse(child.func)
+            first = ast.unparse(child.args[0]) if child.args else ""
+            # __import__ counts when it names paracl: core.models loads the packaged
+            # models' own modules (a split GGUF's assembler) with it
+            if called != "__import__" or first.strip("'\"").startswith("paracl"):
+                yield where, called
+        inner = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else where
+        yield from _calls(child, inner)
+
+
+def test_the_core_loads_no_module_by_name_and_parses_no_source():
+    new = [r for r in reaches() if r not in KNOWN_REACHES]
+    assert not new, "the core reaches up by name or by source:\n" + "\n".join(new)
+    gone = KNOWN_REACHES - set(reaches())
+    assert not gone, f"no longer there, delete from KNOWN_REACHES: {sorted(gone)}"
+
+
+def test_the_check_sees_a_reach_by_name_and_by_source(tmp_path):
+    (tmp_path / "paracl/core").mkdir(parents=True)
+    (tmp_path / "paracl/core/io.py").write_text(
+        "import ast, importlib\n"
+        "def f():\n    return importlib.import_module('paracl.stages.tag')\n"
+        "def g(text):\n    return ast.parse(text)\n"
+        "def h():\n    return __import__('paracl.parts.losses'), __import__('gguf_parts')\n"
+    )
+    assert reaches(tmp_path) == [
+        "paracl.core.io:f:importlib.import_module",
+        "paracl.core.io:g:ast.parse",
+        "paracl.core.io:h:__import__",
+    ]
