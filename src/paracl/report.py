@@ -459,14 +459,13 @@ def render_tasks() -> str:
     )
 
 
-def render_claims(root: Path) -> str:
-    """Every paper claim a committed result tested, one row each: the results page's
-    opening table. Tables kept only for comparison (PRE_FIX) are left out; a claim that
-    two presets share with the same numbers (effect-ja's unsupervised jobs are
-    effect-ja-finetune's too) is one row naming both."""
+def _claim_rows(root: Path) -> dict[tuple, list[str]]:
+    """{(claim, measure, Δ, p, n, verdict): the presets that measured it} of every committed
+    result (tables kept only for comparison, PRE_FIX, left out; a claim two presets share
+    with the same numbers is one row naming both)."""
     from paracl.stages.summary import format_p, measure_title, verdict
 
-    rows: dict[tuple, list] = {}
+    rows: dict[tuple, list[str]] = {}
     for name in result_names(root / "results"):
         path = root / "results" / name / "summary.json"
         if not path.is_file() or pre_fix(root / "results", name):
@@ -477,18 +476,42 @@ def render_claims(root: Path) -> str:
             p = "n/a" if c["p"] is None else format_p(c["p"])
             diff = ("+" if c["diff"] >= 0 else "−") + f"{abs(c['diff']):.1f}"
             n = " vs ".join(str(k) for k in c["n_seeds"])
-            measure = measure_title(c.get("measure"))
-            cells = [c["claim"], measure, diff, p, n, verdict(c)]
-            rows.setdefault(tuple(cells), []).append(f"[{name}](#{name})")
-    table = [[cells[0], ", ".join(names), *cells[1:]] for cells, names in rows.items()]
+            cells = (c["claim"], measure_title(c.get("measure")), diff, p, n, verdict(c))
+            rows.setdefault(cells, []).append(name)
+    return rows
+
+
+CLAIMS_LEGEND = (
+    "Δ: the claim's method minus the method it should beat, ×100; p: Welch's t-test over "
+    "their seeds; n: seeds on each side; holds: p < 0.05 and Δ > 0."
+)
+
+
+def render_claims(root: Path) -> str:
+    """Every paper claim a committed result tested, one row each: the results page's
+    opening table."""
+    table = [[cells[0], ", ".join(f"[{n}](#{n})" for n in names), *cells[1:]]
+             for cells, names in _claim_rows(root).items()]  # fmt: skip
     header = ["Claim", "Preset", "Measure", "Δ", "p", "n", "Verdict"]
-    legend = (
-        "Δ: the claim's method minus the method it should beat, ×100; p: Welch's t-test over "
-        "their seeds; n: seeds on each side; holds: p < 0.05 and Δ > 0."
-    )
     return (
         markdown_table(header, table)
-        + f"\n\n{legend}\n\n<small>Rendered by `paracl report` from `results/*/summary.json`.</small>"
+        + f"\n\n{CLAIMS_LEGEND}\n\n<small>Rendered by `paracl report` from `results/*/summary.json`.</small>"
+    )
+
+
+def render_verdicts(root: Path) -> str:
+    """The README's opening table: each claim tested over seeds (n ≥ 2 a side), with its
+    verdict; the measures, p-values and readings are on the results page."""
+    table = [
+        [cells[0], ", ".join(f"[{n}](docs/results.md#{n})" for n in names), cells[2], cells[5]]
+        for cells, names in _claim_rows(root).items()
+        if "n/a" not in cells[3]
+    ]
+    legend = "Δ: the claim's method minus the method it should beat, ×100 (seeds' mean)."
+    return (
+        markdown_table(["Claim", "Preset", "Δ", "Verdict"], table)
+        + f"\n\n{legend}\n\n<small>Rendered by `paracl report` from `results/*/summary.json`; "
+        "each preset's date, machine and command are under its table on the results page.</small>"
     )
 
 
@@ -704,12 +727,14 @@ def render_bench_finetune(root: Path) -> str:
 
 
 GENERATED = {"@sources": render_sources, "@tasks": render_tasks, "@claims": render_claims,
+             "@verdicts": render_verdicts,
              "@cross-cpu": render_cross_cpu, "@stage-times": render_stage_times,
              "@time-table": render_time_table,
              "@precision": render_precision, "@bench-finetune": render_bench_finetune,
              "@llama-kernels": render_llama_kernels}  # fmt: skip
 ROOTED = (
     "@claims",
+    "@verdicts",
     "@cross-cpu",
     "@stage-times",
     "@time-table",

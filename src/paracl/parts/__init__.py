@@ -9,5 +9,5 @@
 - `paraphraser/`: the tag-controlled paraphraser family; `tags/`: SIM/BLEU tags;
 - `sts_scorer`: the semantic-similarity scorer; `sources/`: the data-source registry and
   downloads; `ppdb_rules`: paraphrase dictionaries; `llama_batch`: batched llama.cpp
-  generation.
+  generation; `nli`: NLI files (SICK) read into (anchor, positive, negative) triplets.
 """
