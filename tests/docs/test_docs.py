@@ -267,6 +267,22 @@ def test_stage_times_group_a_stage_of_many_runs_into_one_row_a_column_per_cpu(tm
     assert "measured 2026-12-07 on AMD EPYC, 2 cores" in text
 
 
+def test_the_verdicts_list_each_claim_tested_over_seeds_once(tmp_path):
+    claim = {"claim": "JCSE: two-stage above stage one", "measure": None, "diff": 4.94,
+             "p": 0.015, "n_seeds": [3, 3], "holds": True}  # fmt: skip
+    untestable = {**claim, "claim": "one run a side", "p": None, "n_seeds": [1, 1]}
+    for name in ("effect-ja", "effect-ja-finetune"):  # the same numbers: one row, two links
+        (tmp_path / "results" / name).mkdir(parents=True)
+        summary = {"claims": [claim, untestable]}
+        (tmp_path / "results" / name / "summary.json").write_text(json.dumps(summary))
+    rows = [r for r in squeezed(report.render_verdicts(tmp_path)).splitlines() if "JCSE" in r]
+    assert rows == [
+        "| JCSE: two-stage above stage one | [effect-ja](docs/results.md#effect-ja), "
+        "[effect-ja-finetune](docs/results.md#effect-ja-finetune) | +4.9 | holds |"
+    ]
+    assert "one run a side" not in report.render_verdicts(tmp_path)
+
+
 def test_the_time_table_has_a_column_per_cpu_kind_and_says_what_is_not_measured(tmp_path):
     folder = tmp_path / report.TIMINGS
     folder.mkdir(parents=True)
