@@ -384,13 +384,6 @@ def _reads(text: str, want: dict) -> bool:
         return False
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m paracl.presets ...`: `paracl preset ...`, with the CLI's error handling."""
-    from paracl.cli import main as cli_main
-
-    return cli_main(["preset", *(sys.argv[1:] if argv is None else argv)])
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("name", nargs="?", help="presets/<name>.yaml, or a path to a preset file")
@@ -435,7 +428,3 @@ def run_expand_cli(args: argparse.Namespace) -> int:
     verb = "would be rewritten" if args.dry_run else "rewritten"
     print(f"{args.params}: {RUNS} and {FINETUNE_RUNS} {verb if changed else 'are up to date'}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

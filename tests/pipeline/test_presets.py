@@ -438,8 +438,15 @@ def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params
         "max_seq_length")}  # fmt: skip
     assert tuning <= set(job["params"]) and not tuning & set(plain["params"])
     assert "precision" in job["params"] and "precision" in plain["params"]  # both encode under it
+    # what the stage reads: the keys it indexes, and every field of the config it builds
+    # from the section (core.configs.from_section; precision is the run's, not evaluate's)
+    from dataclasses import fields
+
+    from paracl.parts.finetune.tuning import FinetuneConfig
+
     source = (REPO / "src/paracl/stages/evaluate_finetune.py").read_text()
-    read = set(re.findall(r'cfg(?:\["|\.get\(")(\w+)"', source)) - {"precision"}
+    read = set(re.findall(r'cfg(?:\["|\.get\(")(\w+)"', source))
+    read |= {f.name for f in fields(FinetuneConfig)} - {"precision"}
     assert "mini_batch_size" in read and {f"evaluate.{k}" for k in read} <= set(job["params"])
     code = {"src/paracl/parts/finetune", "src/paracl/stages/evaluate_finetune.py"}
     assert code <= set(job["deps"]) and not code & set(plain["deps"])
