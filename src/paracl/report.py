@@ -483,7 +483,9 @@ def _claim_rows(root: Path) -> dict[tuple, list[str]]:
 
 CLAIMS_LEGEND = (
     "Δ: the claim's method minus the method it should beat, ×100; p: Welch's t-test over "
-    "their seeds; n: seeds on each side; holds: p < 0.05 and Δ > 0."
+    "their seeds; n: seeds on each side; holds: p < 0.05 and Δ > 0; not testable: fewer "
+    "than 2 seeds on a side, or the method to beat at chance (its mean not above the better "
+    "constant answer, accept every pair or none, by more than its seed sd)."
 )
 
 
@@ -507,7 +509,10 @@ def render_verdicts(root: Path) -> str:
         for cells, names in _claim_rows(root).items()
         if "n/a" not in cells[3]
     ]
-    legend = "Δ: the claim's method minus the method it should beat, ×100 (seeds' mean)."
+    legend = (
+        "Δ: the claim's method minus the method it should beat, ×100 (seeds' mean); not "
+        "testable: the method to beat is at chance, so beating it says nothing."
+    )
     return (
         markdown_table(["Claim", "Preset", "Δ", "Verdict"], table)
         + f"\n\n{legend}\n\n<small>Rendered by `paracl report` from `results/*/summary.json`; "

@@ -144,6 +144,12 @@ def test_a_claim_with_one_seed_on_a_side_is_not_testable():
     assert verdict({"n_seeds": [1, 3], "holds": False}) == "not testable (n = 1)"
     assert verdict({"n_seeds": [3, 3], "holds": False}) == "does not hold"
     assert verdict({"n_seeds": [3, 2], "holds": True}) == "holds"
+    at_chance = {
+        "n_seeds": [3, 3],
+        "holds": True,
+        "not_testable": "none at chance (35.6; chance 62.2)",
+    }
+    assert verdict(at_chance) == "not testable: none at chance (35.6; chance 62.2)"
 
 
 def test_the_claims_overview_has_every_claim_of_the_current_results():
@@ -281,6 +287,20 @@ def test_the_verdicts_list_each_claim_tested_over_seeds_once(tmp_path):
         "[effect-ja-finetune](docs/results.md#effect-ja-finetune) | +4.9 | holds |"
     ]
     assert "one run a side" not in report.render_verdicts(tmp_path)
+
+
+def test_a_claim_against_a_reference_at_chance_reads_not_testable_in_every_claims_table(tmp_path):
+    """The results page's overview and the README's verdicts both say why (the summary's
+    own claims table: tests/parts/test_pi_xling.py)."""
+    why = "cross-encoder at chance (51.5 ± 12.7; chance 62.2)"
+    claim = {"claim": "Cross-lingual PI §IV-C: within 10 %", "measure": "pi_within", "diff": -8.8,
+             "p": 0.316, "n_seeds": [3, 3], "holds": False, "not_testable": why}  # fmt: skip
+    (tmp_path / "results" / "pi-en-ja").mkdir(parents=True)
+    (tmp_path / "results" / "pi-en-ja" / "summary.json").write_text(json.dumps({"claims": [claim]}))
+    for text in (report.render_claims(tmp_path), report.render_verdicts(tmp_path)):
+        [row] = [r for r in squeezed(text).splitlines() if "within 10 %" in r]
+        assert row.endswith(f"| not testable: {why} |") and "does not hold" not in row
+        assert "at chance" in text.split("\n\n")[1]  # the legend says what it means
 
 
 def test_the_time_table_has_a_column_per_cpu_kind_and_says_what_is_not_measured(tmp_path):

@@ -1,6 +1,8 @@
 """The cross-lingual PI paper's experiment offline (presets/pi-en-ja.yaml): its data (the
-leakage filter, line-aligned cross-lingual pairs), mining by both of Algorithm 2's rules,
-the threshold chosen on held-out English pairs only, and the paper's tables and claims."""
+leakage filter, line-aligned cross-lingual pairs, PAWS-X dev's threshold and scored
+halves), mining by both of Algorithm 2's rules, the threshold chosen on held-out pairs
+drawn like the scored ones, ROC AUC, and the paper's tables (Table I's mean over Table
+II's classes) and claims (not testable against a reference at chance)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from stage_helpers import squeezed
 
 from paracl.core.errors import InputError
 from paracl.parts.evaluation import readers
-from paracl.parts.evaluation.metrics import best_threshold
+from paracl.parts.evaluation.metrics import best_threshold, roc_auc
 from paracl.parts.evaluation.paraphrase_id import evaluate_pi
 from paracl.parts.evaluation.tasks import load_task, read_paws_unseen
 from paracl.parts.losses import additive_margin as ams
@@ -155,6 +157,8 @@ def test_threshold_is_chosen_on_the_held_out_split_never_on_test(tmp_path):
     en = [("0.9|q", "0.5|w", "1")]
     raw = _raw(tmp_path, dev, en, [("0.9|q", "0.5|w", "1")], wiki_test=test)
     data = load_task("paws_xling", raw, seed=3)
+    data.threshold_sets = {}  # English pairs alone here (the halves: the next test)
+    data.eval_sets = {k: v for k, v in data.eval_sets.items() if len(v)}
     out = evaluate_pi(_Cache(), data)
     held_out = data.dev  # the fixed carve: not train ∪ dev (train trains the encoder)
     assert out["selection_pairs"] == len(held_out) < len(dev)
@@ -164,6 +168,71 @@ def test_threshold_is_chosen_on_the_held_out_split_never_on_test(tmp_path):
     assert out["accuracy"] == pytest.approx(100 / 3)
     assert out["provenance"]["threshold"] == "dev"
     assert set(out["eval_sets"]) == {"ja", "en_ja", "ja_en", "translation"}
+
+
+def _xling_raw(tmp_path):
+    """English pairs whose cosines separate between 0.3 and 0.8, and 40 PAWS-X dev lines
+    whose pairs (every kind) separate between 0.2 and 0.32: a threshold chosen on English
+    alone rejects every cross-lingual pair, one chosen on both lies in (0.3, 0.32)."""
+    rng = np.random.default_rng(0)
+    dev = [(f"{0.8 + rng.random() * 0.2:.3f}|d{i}", f"x{i}", "1") for i in range(40)]
+    dev += [(f"{rng.random() * 0.3:.3f}|e{i}", f"y{i}", "0") for i in range(40)]
+    test = [(f"{0.9 if i % 2 else 0.1}|t{i}", f"u{i}", str(i % 2)) for i in range(8)]
+    cos = [0.32 + rng.random() * 0.04 if i % 2 else rng.random() * 0.2 for i in range(40)]
+    en = [(f"{c:.3f}|en{i}", f"{c:.3f}|enb{i}", str(i % 2)) for i, c in enumerate(cos)]
+    ja = [(f"{c:.3f}|ja{i}", f"{c:.3f}|jab{i}", str(i % 2)) for i, c in enumerate(cos)]
+    return _raw(tmp_path, dev, en, ja, wiki_test=test)
+
+
+def test_pawsx_dev_is_halved_by_line_seeded_stratified_and_not_a_prefix(tmp_path):
+    raw = _xling_raw(tmp_path)
+    en_path = raw / "pawsx" / "dev-en.tsv"
+    chosen, scored = readers.pawsx_half(en_path, "threshold"), readers.pawsx_half(en_path, "scored")
+    assert chosen.isdisjoint(scored) and chosen | scored == set(range(1, 41))
+    assert len(chosen) == 20 and chosen != set(range(1, 21))  # a draw, not the first lines
+    labels = {i: str((i - 1) % 2) for i in range(1, 41)}
+    assert sum(labels[i] == "1" for i in chosen) == 10  # stratified by label
+    assert readers.pawsx_half(en_path, "threshold") == chosen  # seeded: the same every time
+    data = load_task("paws_xling", raw, seed=3)
+    sentences = lambda sets: {s for df in sets.values() for s in df["sentence1"]}  # noqa: E731
+    assert sentences(data.threshold_sets).isdisjoint(sentences(data.eval_sets))
+    assert (
+        set(data.threshold_sets) == set(data.eval_sets) == {"ja", "en_ja", "ja_en", "translation"}
+    )
+
+
+def test_the_threshold_is_chosen_on_pairs_drawn_like_the_scored_ones(tmp_path):
+    data = load_task("paws_xling", _xling_raw(tmp_path), seed=3)
+    out = evaluate_pi(_Cache(), data)
+    assert out["threshold_on"] == ["en", "ja", "en_ja", "ja_en", "translation"]
+    pooled = pd.concat([data.dev, *data.threshold_sets.values()])
+    cos = np.array([float(s.split("|")[0]) for s in pooled["sentence1"]])
+    assert out["threshold"] == best_threshold(cos, pooled["label"].astype(int))[0]
+    assert out["selection_pairs"] == len(pooled)
+    english_alone = best_threshold(cos[: len(data.dev)], data.dev["label"].astype(int))[0]
+    assert english_alone >= 0.4 and 0.3 < out["threshold"] < 0.32  # the first rejects every pair
+    assert out["eval_sets"]["en_ja"]["accuracy"] == 100.0  # this one separates them
+    assert out["eval_sets"]["en_ja"]["threshold_sample"]["pairs"] == len(
+        data.threshold_sets["en_ja"]
+    )
+
+
+def test_every_accuracy_has_its_roc_auc_per_set_and_per_class(tmp_path):
+    data = load_task("paws_xling", _xling_raw(tmp_path), seed=3)
+    out = evaluate_pi(_Cache(), data)
+    cos = lambda df: np.array([float(s.split("|")[0]) for s in df["sentence1"]])  # noqa: E731
+    assert out["auc"] == pytest.approx(roc_auc(cos(data.test), data.test["label"].astype(int)))
+    ja = data.eval_sets["ja"]
+    assert out["eval_sets"]["ja"]["auc"] == pytest.approx(roc_auc(cos(ja), ja["label"].astype(int)))
+    assert out["eval_sets"]["translation"]["auc"] is None  # all paraphrases: one label
+    cross = pd.concat([data.eval_sets["en_ja"], data.eval_sets["ja_en"]])
+    inter_para = out["classes"]["inter_para"]
+    assert inter_para["auc"] == pytest.approx(roc_auc(cos(cross), cross["label"].astype(int)))
+    assert inter_para["pairs"] == len(cross) and out["classes"]["inter_same"]["auc"] is None
+    intra = out["classes"]["intra"]  # accuracy over the class's pairs pooled
+    n_en, n_ja = len(data.test), len(ja)
+    pooled = (out["accuracy"] * n_en + out["eval_sets"]["ja"]["accuracy"] * n_ja) / (n_en + n_ja)
+    assert intra["accuracy"] == pytest.approx(pooled)
 
 
 def _bi(score: float, ja: float, align: float = 0.5) -> dict:
@@ -176,7 +245,8 @@ def _bi(score: float, ja: float, align: float = 0.5) -> dict:
 
 def _cross(values: list[float]) -> dict:
     runs = [{"seed": i + 1, "test": {"accuracy": v},
-             "eval_sets": {k: {"accuracy": v - 2} for k in ("ja", "en_ja", "ja_en")}}
+             "eval_sets": {**{k: {"accuracy": v - 2} for k in ("ja", "en_ja", "ja_en")},
+                           "translation": {"accuracy": 70.0}}}
             for i, v in enumerate(values)]  # fmt: skip
     return {"score": float(np.mean(values)), "score_std": 1.0, "kind": "finetune",
             "metric": "accuracy", "runs": runs, "test": {"n": len(values)},
@@ -201,13 +271,14 @@ def test_table_one_and_two_are_rendered_from_the_jobs_json():
     assert pi["rows"]["cross-encoder"]["type"] == "Cross-encoder"
     assert pi["rows"]["ams_full"]["mean"]["n"] == 3
     text = sm.to_markdown(summary)
-    one = text[text.index("Table I ") : text.index("Table II")]
+    one = text[text.index("Table I (") : text.index("Table II (")]
     assert "| Model" in one and "Mean accuracy" in one and "Model type" in one
     row = next(line for line in one.splitlines() if line.startswith("| ams_full"))
+    # the mean of the classes: ((en_ja + ja_en) / 2 + translation + (en + ja) / 2) / 3
     assert [c.strip() for c in row.split("|")[1:-1]] == [
-        "ams_full (3 seeds)", "268M", "61.2 ± 0.4", "Bi-encoder"]  # fmt: skip
+        "ams_full (3 seeds)", "268M", "70.8 ± 0.3", "Bi-encoder"]  # fmt: skip
     assert "cross-encoder" in one and "Cross-encoder" in one and "79.3" in one
-    two = text[text.index("Table II") : text.index("Embedding space")]
+    two = text[text.index("Table II (") : text.index("Embedding space")]
     assert "Inter-para (en–ja, ja–en)" in two and "Intra (en, ja)" in two
     row = next(line for line in two.splitlines() if line.startswith("| none "))
     assert "| 49.5 " in row and "| 90.0 " in row and "| 53.5 " in row  # (50+49)/2, 90, (55+52)/2
@@ -224,10 +295,11 @@ def test_the_papers_claims_are_judged_over_seeds():
     full = by[sm.PI_CLAIMS[0][0]]  # the full method above the base: one-sample, 3 seeds
     assert full["holds"] and sm.verdict(full) == "holds" and full["n_seeds"] == [3]
     mining = by[sm.PI_CLAIMS[1][0]]  # ams_full − ams_hn: Welch over 3 and 3 seeds
-    assert mining["diff"] == pytest.approx(3.0) and mining["n_seeds"] == [3, 3]
-    within = by[sm.PI_CLAIMS[3][0]]  # ams_full vs 0.9 × cross-encoder (mean of 4 sets)
-    ce = np.mean([np.mean([v, v - 2, v - 2, v - 2]) for v in (80.0, 82.0, 81.0)])
-    bi = np.mean([results[r]["pi_xling"]["score"] for r in groups["ams_full"]])
+    # 3 points apart on every set but the translation pairs: 2 on the mean of the classes
+    assert mining["diff"] == pytest.approx(2.0) and mining["n_seeds"] == [3, 3]
+    within = by[sm.PI_CLAIMS[3][0]]  # ams_full vs 0.9 × cross-encoder (Table I's means)
+    ce = np.mean([np.mean([v - 2, 70.0, (v + v - 2) / 2]) for v in (80.0, 82.0, 81.0)])
+    bi = np.mean([_paper_mean(results[r]["pi_xling"]["breakdown"]) for r in groups["ams_full"]])
     assert within["diff"] == pytest.approx(bi - 0.9 * ce)
     assert sm.verdict(within) == ("holds" if within["holds"] else "does not hold")
     text = sm.to_markdown(summary)
@@ -239,6 +311,102 @@ def test_the_papers_claims_are_judged_over_seeds():
     assert [(c["method"], c["other"], c["n_seeds"], c["p"]) for c in tested] == [
         (f"labse_{c['method']}", _labse(c["other"]), c["n_seeds"], c["p"]) for c in summary["claims"]
     ]  # fmt: skip
+
+
+def _paper_mean(sets: dict) -> float:
+    """Table I's mean worked out by hand: inter-para, inter-same and intra, each once."""
+    inter_para = (sets["en_ja"] + sets["ja_en"]) / 2
+    return (inter_para + sets["translation"] + (sets["en"] + sets["ja"]) / 2) / 3
+
+
+def _scored_on(job: dict, positives: dict[str, int], pairs: int = 100) -> dict:
+    """A job's JSON with the sample records of its scored sets: `positives` of `pairs`."""
+    record = lambda k: {"pairs": pairs, "strata": {"1": {"pairs": positives[k]}}}  # noqa: E731
+    if job["kind"] == "finetune":
+        return {**job, "samples": {"test" if k == "en" else k: record(k) for k in positives}}
+    further = {k: {"accuracy": job["breakdown"][k], "pairs": pairs, "sample": record(k)}
+               for k in positives if k != "en"}  # fmt: skip
+    return {**job, "test_pairs": pairs, "samples": {"test": record("en")}, "eval_sets": further}
+
+
+SHARES = {"en": 44, "ja": 44, "en_ja": 44, "ja_en": 44, "translation": 100}
+CHANCE = (44 + 100 + 44) / 3  # accept every pair: Table I's mean of the classes' shares
+
+
+def _at_chance_results(none_sets: dict, cross: list[float]) -> tuple[dict, dict]:
+    results, groups = _results()
+    results = {n: {**r, "pi_xling": _scored_on(r["pi_xling"], SHARES)} for n, r in results.items()}
+    none = results["none"]
+    none["pi_xling"]["breakdown"] = none_sets
+    none["paws_xling"] = _scored_on(_cross(cross), SHARES)
+    return results, groups
+
+
+def test_chance_is_the_better_constant_answer_on_each_measure():
+    results, groups = _at_chance_results(dict.fromkeys(SHARES, 80.0), [80.0, 82.0, 81.0])
+    chance = sm.build_summary(results, ["pi_xling", "paws_xling"], "all", groups)["pi_xling"][
+        "chance"
+    ]
+    assert chance["pi_mean"] == pytest.approx(CHANCE)  # accept all beats reject all (37.3)
+    assert chance["pi_ja"] == pytest.approx(56.0) and chance["pi_cross"] == pytest.approx(56.0)
+
+
+def test_a_claim_against_a_reference_at_chance_is_not_testable():
+    # none as the committed jobs had it: every cross pair rejected, every ja pair accepted
+    low = {"en": 56.0, "ja": 44.0, "en_ja": 56.0, "ja_en": 56.0, "translation": 0.0}
+    results, groups = _at_chance_results(low, [60.0, 70.0, 80.0])
+    summary = sm.build_summary(results, ["pi_xling", "paws_xling"], "all", groups)
+    by = {c["claim"]: c for c in summary["claims"]}
+    full = by[sm.PI_CLAIMS[0][0]]  # ams_full above none: holds as a test, none below chance
+    assert full["holds"] and sm.verdict(full) == (
+        f"not testable: none at chance ({_paper_mean(low):.1f}; chance {CHANCE:.1f})"
+    )
+    mining = by[sm.PI_CLAIMS[1][0]]  # ams_hn is well above chance: tested
+    assert sm.verdict(mining) in ("holds", "does not hold")
+    within = by[sm.PI_CLAIMS[3][0]]  # the cross-encoder: 69.0 ± 6.7, 6.3 above chance
+    assert sm.verdict(within).startswith("not testable: cross-encoder at chance (69.0 ± 6.7;")
+    table = sm.to_markdown(summary)
+    assert "not testable: cross-encoder at chance" in table and "reference at chance" in table
+    tight = _at_chance_results(dict.fromkeys(SHARES, 80.0), [66.0, 67.0, 68.0])
+    summary = sm.build_summary(*tight[:1], ["pi_xling", "paws_xling"], "all", tight[1])
+    by = {c["claim"]: c for c in summary["claims"]}
+    assert sm.verdict(by[sm.PI_CLAIMS[0][0]]) in ("holds", "does not hold")  # none at 83.3
+    assert "not_testable" not in by[sm.PI_CLAIMS[3][0]]  # 67.0 ± 0.7: above 62.7 by > sd
+
+
+def test_each_figure_is_printed_once_with_one_value():
+    """The cross-encoder's mean is Table I's in the main table too (not its English
+    accuracy), and the PI jobs' sets are in Table II alone (no per-set table besides)."""
+    results, groups = _results()
+    summary = sm.build_summary(results, ["pi_xling", "paws_xling"], "all", groups)
+    text = sm.to_markdown(summary)
+    ce = f"{np.mean([np.mean([v - 2, 70.0, v - 1]) for v in (80.0, 82.0, 81.0)]):.1f}"
+    main = [c.strip() for c in text.splitlines()[2].split("|")[1:-1]]  # none's row
+    one = next(r for r in text.splitlines() if r.startswith("| cross-encoder (3 seeds)"))
+    bi = f"{_paper_mean(results['none']['pi_xling']['breakdown']):.1f}"
+    # none; its cross-encoder's cell; its bi-encoder cell, PI average, Δ, p; cross-encoder average
+    assert main == ["none", f"{ce} ± 0.7", bi, bi, "", "", ce, "", ""]
+    assert f"| {ce} ± 0.7 " in one  # Table I: the same value (not 81.0, its English accuracy)
+    assert " by set (" not in text
+
+
+def test_jobs_measured_with_the_english_only_threshold_are_marked_for_re_measuring():
+    results, groups = _results()
+    text = sm.to_markdown(sm.build_summary(results, ["pi_xling", "paws_xling"], "all", groups))
+    assert (
+        "held-out English pairs alone" in text
+        and "Re-measure with `paracl preset pi-en-ja`" in text
+    )
+    assert "ROC AUC: not recorded by these jobs" in text
+    for per in results.values():  # the same jobs measured the new way, with their AUC
+        per["pi_xling"] |= {"threshold_on": ["en", "ja"], "auc": 70.0,
+                            "classes": {"intra": {"auc": 71.0}}}  # fmt: skip
+    summary = sm.build_summary(results, ["pi_xling", "paws_xling"], "all", groups)
+    text = sm.to_markdown(summary)
+    assert "Re-measure" not in text and "drawn like the scored ones" in text
+    two = text[text.index("Table II (") :].splitlines()
+    row = next(r for r in two if r.startswith("| ams_full "))
+    assert "/ 71.0 ± 0.0" in row and "/ 70.0 ± 0.0" in row  # intra's AUC, en's AUC
 
 
 def _labse(row: str) -> str:
@@ -278,10 +446,13 @@ def test_bi_encoder_and_cross_encoder_jobs_end_to_end(tiny_bert, tmp_path, one_t
            "baseline_seeds": None}  # fmt: skip
     bi = run_job("none", "pi_xling", tiny_bert, cfg, seed=0, device=torch.device("cpu"))
     assert set(bi["breakdown"]) == {"en", "ja", "en_ja", "ja_en", "translation"}
-    assert bi["selection_pairs"] == 8 and bi["parameters"] > 0  # 20 % of 40, fixed
+    # 20 % of 40 English pairs, fixed, and PAWS-X dev's threshold half: 6 of 12 lines
+    # (ja, en_ja, ja_en: a pair each; translation: two)
+    assert bi["selection_pairs"] == 8 + 6 * 3 + 12 and bi["parameters"] > 0
+    assert bi["threshold_on"] == ["en", "ja", "en_ja", "ja_en", "translation"]
     ce = run_finetune_job("none", "paws_xling", tiny_bert, cfg, 0, torch.device("cpu"))
     assert set(ce["eval_sets"]) == {"ja", "en_ja", "ja_en", "translation"}
-    assert ce["samples"]["ja"]["pairs"] == 8 and len(ce["runs"]) == 2
+    assert ce["samples"]["ja"]["pairs"] == 6 and len(ce["runs"]) == 2  # the scored half
     summary = sm.build_summary({"none": {"pi_xling": bi, "paws_xling": ce}},
                                ["pi_xling", "paws_xling"], "all")  # fmt: skip
     rows_ = summary["pi_xling"]["rows"]

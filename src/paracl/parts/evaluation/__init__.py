@@ -9,6 +9,7 @@
   names: EMBEDDING_JOBS (`evaluate.tasks`) and FINETUNE_JOBS (`evaluate.finetune_tasks`),
   checked when params load;
 - `sample`: the one seeded, stratified evaluation sample (never the first N rows);
+- `pi_classes`: the cross-lingual PI paper's classes of pairs and Table I's mean over them;
 - `unsup_sts`, `paraphrase_id`, `retrieval` (QAbot question retrieval): one evaluator per
   file (fine-tuning: paracl.parts.finetune);
 - `job_result`: the result frame both evaluate stages write (their work:

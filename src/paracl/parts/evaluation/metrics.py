@@ -163,6 +163,17 @@ def best_threshold(scores: Sequence[float], labels: Sequence[int]) -> tuple[floa
     return float(cands[best]), float(correct[best] / len(s) * 100)
 
 
+def roc_auc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
+    """ROC AUC ×100 of `scores` against 0/1 labels: how well the scores rank paraphrases
+    above non-paraphrases at every threshold at once, so a threshold that does not transfer
+    (one chosen on other pairs) cannot hide a ranking that does. None where the pairs have
+    one label only (a sentence and its translation: all paraphrases)."""
+    y = np.asarray(labels).astype(int)
+    if len(np.unique(y)) < 2:
+        return None
+    return float(skm.roc_auc_score(y, np.asarray(scores, dtype=np.float64)) * 100)
+
+
 def summarize_seeds(values: Sequence[float]) -> dict[str, float]:
     """Mean, sample standard deviation (0 for one seed), median, min and max."""
     v = np.asarray(values, dtype=np.float64)

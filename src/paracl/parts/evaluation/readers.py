@@ -255,22 +255,44 @@ def pawsx_sentences(path: str | Path) -> set[str]:
     return out
 
 
-CROSS = ("en_ja", "ja_en", "translation")  # read_pawsx_cross's pair kinds
+CROSS = ("en_ja", "ja_en", "translation")  # read_pawsx_cross's cross-lingual pair kinds
+PAIR_KINDS = ("ja", *CROSS)  # and the Japanese pairs themselves
+HALVES = ("threshold", "scored")
+HALF_SEED = 42  # pawsx_half's draw: fixed, so every run and method scores the same half
 
 
-def read_pawsx_cross(en_path: str | Path, ja_path: str | Path, kind: str) -> pd.DataFrame:
-    """Cross-lingual pairs of two line-aligned PAWS-X files (line k of each is the same
-    pair, translated): `en_ja` = English sentence 1 with Japanese sentence 2 of the same
-    pair, `ja_en` = the reverse, both with the pair's label; `translation` = each sentence
-    with its own translation (label 1: the paper's "inter-same" pairs).
+def pawsx_half(en_path: str | Path, half: str) -> set[int]:
+    """Line numbers of one half of a PAWS-X file: `threshold` is a seeded draw of half its
+    pairs, stratified by label (never the first lines: the file is ordered), `scored` the
+    rest. A threshold chosen on one half and scored on the other is chosen on pairs drawn
+    like the scored ones, and disjoint from them: every pair kind read from one line (ja,
+    en_ja, ja_en, translation) falls in the same half."""
+    from paracl.parts.evaluation.sample import sample_rows
+
+    if half not in HALVES:
+        raise ValueError(f"half must be one of {HALVES}, got {half!r}")
+    lines = pd.DataFrame([(i, p[2]) for i, p in _pawsx_lines(en_path)], columns=["line", "label"])
+    drawn, _ = sample_rows(lines, len(lines) // 2, HALF_SEED, "label")
+    chosen = set(drawn["line"].tolist())
+    return chosen if half == "threshold" else set(lines["line"]) - chosen
+
+
+def read_pawsx_cross(
+    en_path: str | Path, ja_path: str | Path, kind: str, lines: set[int] | None = None
+) -> pd.DataFrame:
+    """Pairs of two line-aligned PAWS-X files (line k of each is the same pair,
+    translated): `ja` = the Japanese pair itself with its own label; `en_ja` = English
+    sentence 1 with Japanese sentence 2 of the same pair, `ja_en` = the reverse, both with
+    the pair's label; `translation` = each sentence with its own translation (label 1: the
+    paper's "inter-same" pairs). `lines`: only those line numbers (pawsx_half).
 
     A line where either file has the untranslated placeholder NS in a sentence used is
     dropped. Where the two files' labels differ (PAWS-X dev en/ja: 9 lines), the pair's
     meaning is disputed between its two annotations and a cross pair has no gold label of
     its own, so `en_ja`/`ja_en` drop the line (`translation` keeps it: a sentence and its
     translation are paraphrases whatever the pair's label)."""
-    if kind not in CROSS:
-        raise ValueError(f"kind must be one of {CROSS}, got {kind!r}")
+    if kind not in PAIR_KINDS:
+        raise ValueError(f"kind must be one of {PAIR_KINDS}, got {kind!r}")
     en, ja = _pawsx_lines(en_path), _pawsx_lines(ja_path)
     if len(en) != len(ja):
         raise InputError(f"{ja_path}: {len(ja)} pairs, not line-aligned with {en_path} ({len(en)})")
@@ -279,8 +301,12 @@ def read_pawsx_cross(en_path: str | Path, ja_path: str | Path, kind: str) -> pd.
             raise InputError(f"{ja_path}:{i}: id {j[3]!r}, not line-aligned with {en_path} "
                              f"(id {e[3]!r})")  # fmt: skip
     rows = []
-    for (_, e), (_, j) in zip(en, ja, strict=True):
-        if kind == "translation":
+    for (k, e), (_, j) in zip(en, ja, strict=True):
+        if lines is not None and k not in lines:
+            continue
+        if kind == "ja":
+            rows += [(j[0], j[1], j[2])] if UNTRANSLATED not in j[:2] else []
+        elif kind == "translation":
             rows += [(a, b, "1") for a, b in ((e[0], j[0]), (e[1], j[1])) if UNTRANSLATED != b]
         elif e[2] == j[2]:
             a, b = (e[0], j[1]) if kind == "en_ja" else (j[0], e[1])

@@ -93,6 +93,10 @@ class Task:
     # Further test sets, scored beside test with what dev chose (the threshold, the
     # fine-tuned model): zero-shot languages and cross-lingual pairs (TaskData.eval_sets).
     eval_sets: dict[str, Split] = field(default_factory=dict)
+    # Held-out pairs drawn like each further set and disjoint from it: with dev, they choose
+    # a cosine threshold (paraphrase_id.evaluate_pi), so that it is chosen on every kind of
+    # pair it is applied to, as the cross-lingual PI paper's dev set is.
+    threshold_sets: dict[str, Split] = field(default_factory=dict)
     # (fraction, seed) of a dev carved from train whatever the caller's seed: training (any
     # seed) and evaluation then hold out the same pairs, so no run trains on its dev.
     fixed_carve: tuple[float, int] | None = None
@@ -109,6 +113,7 @@ class TaskData:
     official_test: bool = False  # test is the official test split (train/dev may be re-split)
     official_dev: bool = False  # dev is the official dev file (not carved)
     eval_sets: dict[str, pd.DataFrame] = field(default_factory=dict)  # Task.eval_sets, read
+    threshold_sets: dict[str, pd.DataFrame] = field(default_factory=dict)  # likewise
 
     def sizes(self) -> dict[str, int]:
         return {"train": len(self.train), "dev": len(self.dev), "test": len(self.test)}
@@ -186,16 +191,17 @@ def read_paws_unseen(path: Path) -> pd.DataFrame:
     return df[keep].reset_index(drop=True)
 
 
-def _pawsx_cross(kind: str) -> Split:
-    """Cross-lingual pairs of PAWS-X dev (en + ja, line-aligned; readers.read_pawsx_cross)."""
+def _pawsx_dev_half(kind: str, half: str) -> Split:
+    """One kind of pair (readers.PAIR_KINDS) of one half of PAWS-X dev (en + ja,
+    line-aligned; readers.pawsx_half): the threshold half or the scored half."""
     return Split("pawsx/dev-en.tsv", lambda p: readers.read_pawsx_cross(
-        p, p.with_name("dev-ja.tsv"), kind))  # fmt: skip
+        p, p.with_name("dev-ja.tsv"), kind, readers.pawsx_half(p, half)))  # fmt: skip
 
 
-def _pawsx_full_cross(kind: str) -> Split:
-    """Cross-lingual pairs of PAWS-X test as Google publishes it (x-final en + ja)."""
-    return Split("pawsx/x-final/en/test_2k.tsv", lambda p: readers.read_pawsx_cross(
-        p, p.parents[1] / JA / "test_2k.tsv", kind), "pawsx-full")  # fmt: skip
+def _pawsx_full_cross(kind: str, name: str) -> Split:
+    """Cross-lingual pairs of PAWS-X dev_2k or test_2k as Google publishes it (x-final en + ja)."""
+    return Split(f"pawsx/x-final/en/{name}.tsv", lambda p: readers.read_pawsx_cross(
+        p, p.parents[1] / JA / f"{name}.tsv", kind), "pawsx-full")  # fmt: skip
 
 
 def _pawsx_ja(name: str, alt: Split | None = None) -> Split:
@@ -381,11 +387,13 @@ TASKS: dict[str, Task] = {
         Task(
             "paws_xling", "PAWS en→ja", EN, "classification", "accuracy",
             # train: PAWS-Wiki dev less PAWS-X's English dev/test sentences; dev: a fixed
-            # seeded 20% of it (the threshold / model selection); test: PAWS-Wiki test
+            # seeded 20% of it (the threshold / model selection); test: PAWS-Wiki test;
+            # Japanese and cross-lingual pairs: PAWS-X dev, halved by line (one half
+            # chooses the threshold with dev, the other is scored)
             splits={"train": Split("paws-wiki/dev.tsv", read_paws_unseen),
                     "test": _paws_wiki("test")},
-            eval_sets={JA: Split("pawsx/dev-ja.tsv", readers.read_pawsx),
-                       **{k: _pawsx_cross(k) for k in readers.CROSS}},
+            eval_sets={k: _pawsx_dev_half(k, "scored") for k in readers.PAIR_KINDS},
+            threshold_sets={k: _pawsx_dev_half(k, "threshold") for k in readers.PAIR_KINDS},
             labels=BINARY, group="Paraphrase", fixed_carve=(0.2, 42),
             source="google-research-datasets/paws: PAWS-Wiki (Final) dev and test, PAWS-X dev "
                    "en + ja (line-aligned)", hp_source="",
@@ -398,7 +406,9 @@ TASKS: dict[str, Task] = {
             splits={s: Split(f"pawsx/x-final/en/{f}.tsv", readers.read_paws, "pawsx-full")
                     for s, f in (("train", "train"), ("dev", "dev_2k"), ("test", "test_2k"))},
             eval_sets={JA: _pawsx_ja("test_2k"),
-                       **{k: _pawsx_full_cross(k) for k in readers.CROSS}},
+                       **{k: _pawsx_full_cross(k, "test_2k") for k in readers.CROSS}},
+            threshold_sets={JA: _pawsx_ja("dev_2k"),
+                            **{k: _pawsx_full_cross(k, "dev_2k") for k in readers.CROSS}},
             labels=BINARY, group="Paraphrase",
             source="google-research-datasets/paws, PAWS-X x-final (en train/dev/test, ja test)",
             hp_source="", paper_sizes=(49_401, 2_000, 2_000),
@@ -424,7 +434,7 @@ PI = {p.pi: p.code for p in profiles()}  # cosine-threshold paraphrase identific
 # the cross-lingual PI paper offline: threshold on held-out English PAWS, accuracy on
 # English PAWS-Wiki test, Japanese PAWS-X dev and their cross-lingual pairs (job -> task)
 PI_XLING = {"pi_xling": "paws_xling", "pi_xling_full": "pawsx_xling"}
-PI_XLING_SETS = (EN, JA, "en_ja", "ja_en")  # Table I's mean accuracy is over these
+PI_XLING_SETS = (EN, JA, "en_ja", "ja_en")  # the labelled sets (translation: all positive)
 TABLE6 = "Domain (JCSE Table 6)"
 DOMAIN = {  # JCSE's domain tasks: clinical STS by cosine, educational question retrieval
     "jacsts": {"kind": "domain_sts", "lang": JA, "metric": "spearman", "title": "JACSTS",
@@ -535,14 +545,16 @@ def load_task(
     return TaskData(
         task, train, dev, frames["test"], not task.test_from_dev, official,
         official_test=not task.test_from_dev, official_dev="dev" in frames,
-        eval_sets=_eval_sets(task, raw_dir),
+        eval_sets=_read_sets(task, task.eval_sets, raw_dir),
+        threshold_sets=_read_sets(task, task.threshold_sets, raw_dir),
     )  # fmt: skip
 
 
-def _eval_sets(task: Task, raw_dir: Path) -> dict[str, pd.DataFrame]:
-    """Task.eval_sets, read; one absent makes the task unavailable (it is its point)."""
+def _read_sets(task: Task, sets: dict[str, Split], raw_dir: Path) -> dict[str, pd.DataFrame]:
+    """Task.eval_sets or threshold_sets, read; one absent makes the task unavailable (it
+    is its point)."""
     out = {}
-    for name, sp in task.eval_sets.items():
+    for name, sp in sets.items():
         if not (raw_dir / sp.path).exists():
             raise TaskUnavailable(
                 f"task {task.name}: evaluation set {name} ({raw_dir / sp.path}) not found; "
