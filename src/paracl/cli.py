@@ -97,6 +97,21 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _decoding(args: argparse.Namespace, keys: tuple[str, ...]) -> dict:
+    """The paraphraser's decoding keys: each flag given, else generate_paraphrases' value in
+    the project's params.yaml (the one place they are written)."""
+    given = {k: getattr(args, k, None) for k in keys}
+    if all(v is not None for v in given.values()):
+        return given
+    if not Path(args.params).is_file():
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k, v in given.items() if v is None)
+        raise InputError(f"{args.params}: not found; run in a paracl project or pass {flags}")
+    from paracl.core.params import load_params
+
+    section = load_params(args.params)["generate_paraphrases"]
+    return {k: section[k] if v is None else v for k, v in given.items()}
+
+
 def cmd_paraphrase(args: argparse.Namespace) -> int:
     from paracl.parts.tags import tagging
 
@@ -114,19 +129,13 @@ def cmd_paraphrase(args: argparse.Namespace) -> int:
     unknown = [t for t in tags if t not in tokenizer.get_vocab()]
     if unknown:
         raise InputError(f"{model_dir}: tokenizer has no tag token {unknown[0]}")
+    decoding = _decoding(args, paraphraser.DECODING)
     seed_everything(0)
     device = select_device(args.device)
     model, _ = paraphraser.load(model_dir, device)  # BART or a decoder-only LM
     with torch.inference_mode():
         outputs, _ = paraphraser.generate(
-            model,
-            tokenizer,
-            args.sentences,
-            "".join(tags),
-            num_beams=args.num_beams,
-            min_ratio=args.min_ratio,
-            max_ratio=args.max_ratio,
-            device=device,
+            model, tokenizer, args.sentences, "".join(tags), device=device, **decoding
         )
     for out in outputs:
         print(out)
@@ -228,9 +237,23 @@ def _add_inspection(sub: argparse._SubParsersAction) -> None:
         "--tags", required=True, help="one SIM then one BLEU tag, e.g. '<SIM95><BLEU20>'"
     )
     para.add_argument("--model", default="models/paraphraser", help="trained paraphraser dir")
-    para.add_argument("--num-beams", type=int, default=20, help="beam search width")
-    para.add_argument("--min-ratio", type=float, default=0.75, help="min output/input length")
-    para.add_argument("--max-ratio", type=float, default=1.5, help="max output/input length")
+    decoding = "(default: generate_paraphrases.{} in --params)"
+    para.add_argument(
+        "--num-beams", type=int, help=f"beam search width {decoding.format('num_beams')}"
+    )
+    para.add_argument(
+        "--min-ratio", type=float, help=f"min output/input length {decoding.format('min_ratio')}"
+    )
+    para.add_argument(
+        "--max-ratio", type=float, help=f"max output/input length {decoding.format('max_ratio')}"
+    )
+    para.add_argument(
+        "--batch-size", type=int, help=f"sentences a batch {decoding.format('batch_size')}"
+    )
+    para.add_argument(
+        "--max-length", type=int, help=f"prompt tokens at most {decoding.format('max_length')}"
+    )
+    para.add_argument("--params", default="params.yaml", help="the project's params file")
     para.add_argument(
         "--device", default="cpu", choices=("auto", "cpu", "cuda", "mps"), help="where to run"
     )

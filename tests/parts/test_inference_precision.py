@@ -69,7 +69,7 @@ def _paraphraser(tiny_llama, precision):
     model, tokenizer = paraphraser.load(tiny_llama, CPU)
     paraphraser.generate(
         model, tokenizer, TEXTS, "", num_beams=2, max_length=16, precision=precision,
-        min_ratio=0.75, max_ratio=1.5,
+        min_ratio=0.75, max_ratio=1.5, batch_size=8,
     )  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
+from conftest import params_at
 from stage_helpers import run_stage
 from test_roundtrip import TEXTS, own_params, write_corpus
 from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
@@ -26,7 +27,9 @@ from paracl.parts.tags import tagging
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 LOW, HIGH = 0.75, 1.5  # the output length window generate is given (tokens, x the input's)
-WINDOW = {"min_ratio": LOW, "max_ratio": HIGH}
+# params.yaml's decoding keys (generate_paraphrases) with this file's length window
+WINDOW = {**{k: params_at("generate_paraphrases")[k] for k in paraphraser.DECODING},
+          "min_ratio": LOW, "max_ratio": HIGH}  # fmt: skip
 
 
 @pytest.fixture
@@ -83,7 +86,7 @@ def test_generation_respects_length_window(bart):
     tok, model = bart
     texts = TEXTS[:4]
     out, counts = paraphraser.generate(
-        model, tok, texts, "<SIM95><BLEU20>", num_beams=4, batch_size=3, **WINDOW
+        model, tok, texts, "<SIM95><BLEU20>", **{**WINDOW, "num_beams": 4, "batch_size": 3}
     )
     for text, n_out in zip(texts, counts, strict=True):
         n_in = len(tok(text, add_special_tokens=False)["input_ids"])
@@ -93,8 +96,8 @@ def test_generation_respects_length_window(bart):
 
 def test_generation_is_deterministic(bart):
     tok, model = bart
-    a = paraphraser.generate(model, tok, TEXTS[:2], "<SIM70><BLEU40>", num_beams=3, **WINDOW)
-    b = paraphraser.generate(model, tok, TEXTS[:2], "<SIM70><BLEU40>", num_beams=3, **WINDOW)
+    a = paraphraser.generate(model, tok, TEXTS[:2], "<SIM70><BLEU40>", **{**WINDOW, "num_beams": 3})
+    b = paraphraser.generate(model, tok, TEXTS[:2], "<SIM70><BLEU40>", **{**WINDOW, "num_beams": 3})
     assert a == b
 
 
@@ -274,7 +277,7 @@ def test_causal_new_tokens_are_distinct_and_special(gpt2):
 
 def test_causal_generation_is_deterministic_and_in_window(gpt2):
     tok, model = gpt2
-    kwargs = dict(num_beams=3, batch_size=3, **WINDOW)
+    kwargs = {**WINDOW, "num_beams": 3, "batch_size": 3}
     a = paraphraser.generate(model, tok, TEXTS[:4], "<SIM95><BLEU20>", **kwargs)
     assert a == paraphraser.generate(model, tok, TEXTS[:4], "<SIM95><BLEU20>", **kwargs)
     for text, out, n_out in zip(TEXTS[:4], *a, strict=True):
@@ -390,6 +393,8 @@ def test_real_smollm2_learns_to_paraphrase(tmp_path):
     trained.save(tmp_path)
     model, tok = paraphraser.load(tmp_path)
     texts = ["A woman is slicing an onion in the kitchen.", "The city council approved the budget."]
-    outs, _ = paraphraser.generate(model, tok, texts, "<SIM90><BLEU0_5>", num_beams=2, **WINDOW)
+    outs, _ = paraphraser.generate(
+        model, tok, texts, "<SIM90><BLEU0_5>", **{**WINDOW, "num_beams": 2}
+    )
     for text, out in zip(texts, outs, strict=True):
         assert out and out != text and sum(c.isascii() and c.isalpha() for c in out) > 10

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from paracl.cli import SIGPIPE_EXIT, build_parser, main
 
@@ -49,6 +50,28 @@ def test_paraphrase_generates_one_line_per_sentence(capsys, tiny_bart, tmp_path)
     )
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2
+
+
+def test_paraphrase_decodes_with_the_projects_params_unless_a_flag_says_otherwise(
+    capsys, tiny_bart, tmp_path, monkeypatch
+):
+    """generate_paraphrases' decoding keys have one value, in params.yaml: the CLI reads
+    them there (a flag overrides one), and outside a project names the flags to pass."""
+    from paracl.parts import paraphraser
+
+    model = _tagged_paraphraser(tiny_bart, tmp_path / "paraphraser")
+    seen = []
+    real = paraphraser.generate
+    monkeypatch.setattr(paraphraser, "generate", lambda *a, **k: seen.append(k) or real(*a, **k))
+    args = ["paraphrase", "a man .", "--tags", "<SIM95><BLEU20>", "--model", str(model)]
+    assert main([*args, "--num-beams", "2"]) == 0
+    section = yaml.safe_load((REPO / "params.yaml").read_text())["generate_paraphrases"]
+    want = {k: section[k] for k in paraphraser.DECODING} | {"num_beams": 2}
+    assert {k: seen[0][k] for k in paraphraser.DECODING} == want
+    monkeypatch.chdir(tmp_path)  # no params.yaml here
+    assert main([*args, "--params", "params.yaml"]) == 1
+    err = capsys.readouterr().err
+    assert "params.yaml: not found" in err and "--num-beams, --min-ratio" in err
 
 
 def test_paraphrase_rejects_bad_tags_and_untagged_models(capsys, tiny_bart, tmp_path):

@@ -362,8 +362,9 @@ def test_architecture_runs_its_code_path(arch, role, request, tmp_path_factory):
         model = AutoModelForSeq2SeqLM.from_pretrained(path).eval()
         paraphraser.add_tag_tokens(tok, model)
         outs, counts = paraphraser.generate(
-            model, tok, texts[:1], "<SIM95><BLEU20>", num_beams=2, min_ratio=0.75, max_ratio=1.5
-        )
+            model, tok, texts[:1], "<SIM95><BLEU20>", num_beams=2, min_ratio=0.75, max_ratio=1.5,
+            batch_size=1, max_length=64,
+        )  # fmt: skip
         assert len(outs) == 1 and counts[0] >= 1
     else:
         raise AssertionError(f"no code path tested for role {role}")

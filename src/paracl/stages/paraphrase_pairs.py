@@ -177,10 +177,9 @@ def paraphrase_tagged(
         torch.set_num_threads(cfg["threads"])
     device = select_device(run.device)
     model, tokenizer = paraphraser.load(model_dir, device)
-    keys = ("num_beams", "min_ratio", "max_ratio", "batch_size", "max_length")
     outputs, _ = paraphraser.generate(
         model, tokenizer, texts, tags, device=device, precision=run.precision,
-        **{k: cfg[k] for k in keys},
+        **{k: cfg[k] for k in paraphraser.DECODING},
     )  # fmt: skip
     return outputs, info
 

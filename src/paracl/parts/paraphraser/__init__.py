@@ -396,6 +396,11 @@ def _fit(
     return history, test_loss, dev_before
 
 
+# generate()'s decoding keys: generate_paraphrases' params of the same names (each caller
+# passes all five: params.yaml holds their one value)
+DECODING = ("num_beams", "min_ratio", "max_ratio", "batch_size", "max_length")
+
+
 def generate(
     model,
     tokenizer,
@@ -404,9 +409,9 @@ def generate(
     *,
     min_ratio: float,
     max_ratio: float,
-    num_beams: int = 20,
-    batch_size: int = 8,
-    max_length: int = 128,
+    num_beams: int,
+    batch_size: int,
+    max_length: int,
     device: torch.device | str = "cpu",
     precision: str = DEFAULT_PRECISION,
 ) -> tuple[list[str], list[int]]:
