@@ -16,6 +16,7 @@ from paracl.core.errors import InputError
 from paracl.parts.evaluation import readers
 from paracl.parts.evaluation.metrics import best_threshold, roc_auc
 from paracl.parts.evaluation.paraphrase_id import evaluate_pi
+from paracl.parts.evaluation.pi_classes import paper_mean
 from paracl.parts.evaluation.tasks import load_task, read_paws_unseen
 from paracl.parts.losses import additive_margin as ams
 from paracl.parts.training.data import load_examples
@@ -450,6 +451,8 @@ def test_bi_encoder_and_cross_encoder_jobs_end_to_end(tiny_bert, tmp_path, one_t
     # (ja, en_ja, ja_en: a pair each; translation: two)
     assert bi["selection_pairs"] == 8 + 6 * 3 + 12 and bi["parameters"] > 0
     assert bi["threshold_on"] == ["en", "ja", "en_ja", "ja_en", "translation"]
+    pairs = {"en": bi["test_pairs"], **{k: v["pairs"] for k, v in bi["eval_sets"].items()}}
+    assert bi["score"] == pytest.approx(paper_mean(bi["breakdown"], pairs))  # Table I's mean
     ce = run_finetune_job("none", "paws_xling", tiny_bert, cfg, 0, torch.device("cpu"))
     assert set(ce["eval_sets"]) == {"ja", "en_ja", "ja_en", "translation"}
     assert ce["samples"]["ja"]["pairs"] == 6 and len(ce["runs"]) == 2  # the scored half

@@ -2,6 +2,7 @@
 
 - `errors`: the one-line error types; `io`: atomic writes, Parquet and JSON; `schemas`:
   the Parquet schemas of every artifact; `params`: params.yaml's schema and checks;
+  `configs`: a part's config built from its checked params section (`from_section`);
 - `languages/`: one profile per language (its splitter, tokenizer, data, jobs);
 - `device`: device, seeds and precision; `models`: model resolution (hub id, local
   folder, packaged model); `freeze`: which weights train;
