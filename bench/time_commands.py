@@ -26,9 +26,12 @@ from paracl.core.io import read_json, write_json
 
 
 def timed(command: str) -> float:
-    """Run `command` in bash here; its wall seconds (an error if it fails)."""
+    """Run `command` in bash here; its wall seconds (an error if it fails). PYTHONPATH is
+    not passed on: it is how this script finds paracl before `make setup` has made a
+    venv, and a command must import the clone's own code, as a user's would."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     start = time.monotonic()
-    if subprocess.run(["bash", "-c", command]).returncode:
+    if subprocess.run(["bash", "-c", command], env=env).returncode:
         raise SystemExit(f"error: `{command}` failed")
     return round(time.monotonic() - start, 1)
 

@@ -164,6 +164,9 @@ def upstream(name: str, stages: dict[str, dict]) -> set[str]:
     return seen
 
 
+OWN_DIRS = ("data/own/corpus",)  # dvc.yaml's deps for a user's own corpus (docs/own-data.md)
+
+
 def stage_inputs(name: str, stages: dict[str, dict], params: dict) -> list[str]:
     """Everything stage `name` reads (see the module docstring)."""
     body, lang = stages[name], params["lang"]
@@ -183,6 +186,8 @@ def stage_inputs(name: str, stages: dict[str, dict], params: dict) -> list[str]:
         if any(_within(p, o) for o in outputs(b))
     }
     configured = [p for p in configured if p not in writer or writer[p] in before]
+    # a folder for a user's own files is read only where a param points into it
+    deps = [d for d in deps if d not in OWN_DIRS or any(_within(p, d) for p in configured)]
     extra = [MIRROR] if name == "fetch" else []
     return list(dict.fromkeys([PARAMS, *deps, *configured, *extra]))
 

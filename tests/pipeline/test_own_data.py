@@ -30,10 +30,12 @@ def _sentences() -> list[str]:
 
 
 def _own_project(root, base) -> dict:
-    """A project whose corpus is own/corpus.txt and whose method `mine` trains on
+    """A project whose corpus is data/own/corpus/mine.txt and whose method `mine` trains on
     own/pairs.tsv (anchor, positive, negative with one empty negative)."""
     (root / "own").mkdir()
-    (root / "own/corpus.txt").write_text("\n".join(_sentences()) + "\n", encoding="utf-8")
+    (root / "data/own/corpus").mkdir(parents=True)
+    corpus = root / "data/own/corpus/mine.txt"
+    corpus.write_text("\n".join(_sentences()) + "\n", encoding="utf-8")
     rows = [(s, s.replace("The ", "That "), "" if i == 0 else "Nothing happened.")
             for i, s in enumerate(_sentences()[:12])]  # fmt: skip
     pairs = pd.DataFrame(rows, columns=["anchor", "positive", "negative"])
@@ -43,7 +45,10 @@ def _own_project(root, base) -> dict:
            for i, (a, b) in enumerate(zip(_sentences()[:10], _sentences()[10:20], strict=True))]  # fmt: skip
     (root / "data/raw/stsbenchmark/sts-dev.csv").write_text("\n".join(dev) + "\n")
     params = load_params(REPO / "params.yaml")
-    params["prepare_corpus"]["input"]["en"] = {"source": "own/corpus.txt", "format": "text"}
+    params["prepare_corpus"]["input"]["en"] = {
+        "source": str(corpus.relative_to(root)),
+        "format": "text",
+    }
     params["prepare_corpus"].update(langdetect_threshold=0.0, workers=1)
     tc = params["train_contrastive"]
     tc.update(base_model=str(base), max_examples=None, batch_size=4, epochs=1)
@@ -73,7 +78,7 @@ def test_a_users_files_are_deps_of_the_stages_that_read_them(tmp_path, tiny_bert
     params = _own_project(tmp_path, tiny_bert)
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))
     stages = expand_stages(pipeline, params)
-    assert "own/corpus.txt" in dep_paths(stages["prepare_corpus"]["deps"])
+    assert "data/own/corpus" in dep_paths(stages["prepare_corpus"]["deps"])
     assert "own/pairs.tsv" in dep_paths(stages["train_contrastive@mine"]["deps"])
 
 

@@ -217,9 +217,10 @@ def _run_stage(workdir: Path, **section) -> subprocess.CompletedProcess:
 
 
 def test_stage_script_writes_artifact_and_metrics(tmp_path):
-    english_corpus(tmp_path / "wiki.txt")
+    (tmp_path / "data/raw").mkdir(parents=True)
+    english_corpus(tmp_path / "data/raw/wiki.txt")
     source = {
-        "en": {"source": "wiki.txt", "format": "text"},
+        "en": {"source": "data/raw/wiki.txt", "format": "text"},
         "ja": {"source": "x", "format": "jaquad"},
     }
     done = _run_stage(tmp_path, input=source, workers=2, shard_size=10, max_sentences=30)
@@ -230,13 +231,31 @@ def test_stage_script_writes_artifact_and_metrics(tmp_path):
 
 
 def test_stage_script_bad_input_is_one_clean_line(tmp_path):
-    (tmp_path / "plain.txt").write_text("Just text.\n")
+    (tmp_path / "data/own/corpus").mkdir(parents=True)
+    (tmp_path / "data/own/corpus/plain.txt").write_text("Just text.\n")
     source = {
-        "en": {"source": "plain.txt", "format": "wiki40b"},
+        "en": {"source": "data/own/corpus/plain.txt", "format": "wiki40b"},
         "ja": {"source": "x", "format": "jaquad"},
     }
     done = _run_stage(tmp_path, input=source)
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
-    assert "error: plain.txt:1: not Wiki-40B text format" in done.stderr
+    assert "error: data/own/corpus/plain.txt:1: not Wiki-40B text format" in done.stderr
+    assert not (tmp_path / "data/corpus/sentences.parquet").exists()
+
+
+def test_a_source_dvc_does_not_hash_for_the_stage_is_refused_naming_the_param(tmp_path):
+    """A source outside data/raw and data/own/corpus (the stage's dvc.yaml deps) could
+    change without the stage rerunning: one line says where to put it."""
+    english_corpus(tmp_path / "mine.txt")
+    source = {
+        "en": {"source": "mine.txt", "format": "text"},
+        "ja": {"source": "x", "format": "jaquad"},
+    }
+    done = _run_stage(tmp_path, input=source)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert (
+        "'prepare_corpus.input.en.source': mine.txt is not under data/raw or data/own/corpus"
+        in done.stderr
+    )
     assert not (tmp_path / "data/corpus/sentences.parquet").exists()
