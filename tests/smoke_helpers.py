@@ -43,10 +43,11 @@ def smoke_project(dest: Path, model_cache: Path) -> Path:
 
     dest.mkdir(parents=True)
     copy_project(dest)  # tracked files only: no output of a run in the work tree
-    # Outputs a commit may hold (metrics/*.json) must not leak into the run either.
+    # Outputs a commit may hold (metrics/*.json) must not leak into the run either; data/own
+    # is the user's folder (its README), a dep of prepare_corpus, not an output.
     for out in ("data", "models", "metrics"):
         for path in sorted((dest / out).glob("*")):
-            if path.name != ".gitkeep":
+            if path.name != ".gitkeep" and path != dest / "data/own":
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
     apply_smoke_preset(dest)
     build_smoke_models(dest, model_cache)
