@@ -357,6 +357,20 @@ class ParaphrasePairs(Section):
     jobs: dict[str, Job] = param(help="job name -> its entry; {} = none")
 
 
+class NliTriplets(Section):
+    """The offline English NLI triplets for supervised SimCSE: data/nli/sick.parquet,
+    minus every triplet sharing a sentence with an `exclude_sts` set."""
+
+    source: Literal["sick"] = param(help="the NLI set under data/raw (offline: sick only)")
+    splits: list[Literal["TRAIN", "TRIAL", "TEST"]] = param(help="SICK splits read")
+    exclude_sts: list[
+        Literal["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
+    ] = param(help="STS sets whose sentences no kept triplet contains; [] = none")
+    match: Literal["folded", "stripped"] = param(
+        help="sentence comparison: folded (lower case, no punctuation) or stripped only"
+    )
+
+
 class TrainContrastive(Section):
     class Method(Section):
         """One entry of train_contrastive.methods. Its other keys are shared training keys it
@@ -470,6 +484,7 @@ class Params(RunSettings):
     generate_paraphrases: GenerateParaphrases
     train_contrastive: TrainContrastive
     paraphrase_pairs: ParaphrasePairs
+    nli_triplets: NliTriplets
     # -- stage sections above this line --
 
 
