@@ -76,7 +76,7 @@ KIND_MEASURE = {"unsup_sts": "sts", "pi": "pi", "pi_xling": "pi", "domain_sts": 
 # paper's own measure; PPDB's Table 3 and EBSIM's matching are fine-tuned, the round-trip
 # paper's Table 3 and JCSE's STS are cosine STS, JCSE's Table 6 its domain sets). Each
 # pair shares every training setting but the one the claim is about
-# (tests/test_paper_presets.py::test_every_claim_compares_like_with_like).
+# (tests/pipeline/test_paper_presets.py::test_every_claim_compares_like_with_like).
 CLAIMS = (
     ("PPDB Table 3: PPDB positives above unsupervised SimCSE", "ppdb", "simcse_unsup",
      "finetune"),
@@ -101,7 +101,7 @@ CLAIMS = (
 )  # fmt: skip
 # The training settings (params METHOD_SETTINGS) a claim is about, besides what makes each
 # method itself (its loss, input and the loss's own params): the two methods of any other
-# claim share every setting (tests/test_paper_presets.py). Supervised SimCSE embeds through
+# claim share every setting (tests/pipeline/test_paper_presets.py). Supervised SimCSE embeds through
 # its MLP (its recipe's embedding); JCSE's stages run as their scripts run them.
 VARIES = {
     "PPDB Table 3: PPDB positives above supervised SimCSE": ("pooling",),
