@@ -244,3 +244,24 @@ def squeezed(markdown: str) -> str:
         for line in markdown.splitlines()
     )
     return "\n".join(rows)
+
+
+# --- a SICK file (paracl.parts.nli reads it), as the mirror holds it ---------------------
+
+SICK_HEADER = "\t".join(
+    ["pair_ID", "sentence_A", "sentence_B", "entailment_label", "relatedness_score"]
+    + ["entailment_AB", "entailment_BA", "sentence_A_original", "sentence_B_original"]
+    + ["sentence_A_dataset", "sentence_B_dataset", "SemEval_set"]
+)
+
+
+def write_sick(path: Path, rows: list[tuple]) -> Path:
+    """SICK.txt with `rows` (id, A, B, label, split) as the mirror's: a header, CRLF line
+    ends, no final newline."""
+    lines = [SICK_HEADER] + [
+        "\t".join([str(i), a, b, label, "4.0", "x", "x", a, b, "FLICKR", "FLICKR", split])
+        for i, a, b, label, split in rows
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes("\r\n".join(lines).encode())
+    return path

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from stage_helpers import REPO, dep_paths, expand_stages, run_stage
+from stage_helpers import REPO, dep_paths, expand_stages, run_stage, write_sick
 from test_stage_deps import (
     EXECUTION_ONLY,
     NO_STAGE_CODE,
@@ -31,11 +31,6 @@ from paracl.stages import nli_triplets as stage
 OUT = Path("data/nli/sick.parquet")
 METRICS = Path("metrics/nli_triplets.json")
 ALL_SETS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
-HEADER = "\t".join(
-    ["pair_ID", "sentence_A", "sentence_B", "entailment_label", "relatedness_score"]
-    + ["entailment_AB", "entailment_BA", "sentence_A_original", "sentence_B_original"]
-    + ["sentence_A_dataset", "sentence_B_dataset", "SemEval_set"]
-)
 # (id, A, B, label, split). Entailments 1, 3, 4, 5, 6 are the triplets; each of 1, 3, 4
 # and 5 leaks into one set, 6 into none (see STS below)
 SICK_ROWS = [
@@ -62,12 +57,7 @@ STSB = ("  A cat rests ", "A tiger rests")  # triplet 4's positive, with spaces 
 def write_raw(raw: Path, sick_rows=SICK_ROWS) -> Path:
     """A data/raw holding SICK.txt (the mirror's layout: CRLF, no final newline), the five
     SentEval STS years and STS-B's test split, each one pair."""
-    lines = [HEADER] + [
-        "\t".join([str(i), a, b, label, "4.0", "x", "x", a, b, "FLICKR", "FLICKR", split])
-        for i, a, b, label, split in sick_rows
-    ]
-    (raw / "sick").mkdir(parents=True, exist_ok=True)
-    (raw / "sick" / "SICK.txt").write_bytes("\r\n".join(lines).encode())
+    write_sick(raw / "sick" / "SICK.txt", sick_rows)
     for year, (a, b) in STS.items():
         folder = raw / "sts12-16" / f"{year}-en-test"
         folder.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pytest
+import stage_helpers
 import yaml
 from stage_helpers import REPO, dep_paths, expand_stages, run_stage
 from test_stage_deps import (
@@ -34,11 +35,6 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 OUT = Path("data/paraphrased/nli.parquet")
 METRICS = Path("metrics/paraphrase_pairs/nli.json")
-HEADER = "\t".join(
-    ["pair_ID", "sentence_A", "sentence_B", "entailment_label", "relatedness_score"]
-    + ["entailment_AB", "entailment_BA", "sentence_A_original", "sentence_B_original"]
-    + ["sentence_A_dataset", "sentence_B_dataset", "SemEval_set"]
-)
 # (id, A, B, label, split): "a man plays" has two entailments and one contradiction, and is
 # also the positive of pair 6; "a dog runs" has no contradiction; pair 5 is TEST
 SICK_ROWS = [
@@ -53,14 +49,7 @@ SICK_ROWS = [
 
 
 def write_sick(path: Path, rows=SICK_ROWS) -> Path:
-    """A SICK-format file as the mirror's: a header, CRLF line ends, no final newline."""
-    lines = [HEADER] + [
-        "\t".join([str(i), a, b, label, "4.0", "x", "x", a, b, "FLICKR", "FLICKR", split])
-        for i, a, b, label, split in rows
-    ]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes("\r\n".join(lines).encode())
-    return path
+    return stage_helpers.write_sick(path, rows)
 
 
 # --- the SICK reader -------------------------------------------------------------------
