@@ -21,7 +21,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from paracl.core.device import cpu_bf16, cpu_model
+from paracl.core.device import machine
 from paracl.core.io import read_json, write_json
 
 
@@ -48,7 +48,7 @@ def main() -> None:
     parser.add_argument("commands", nargs="*", help="shell commands, timed one after another")
     args = parser.parse_args()
     data = read_json(args.out) if args.out.is_file() else {"commands": {}}
-    data["machine"] = f"{cpu_model()}, {os.cpu_count()} cores, bf16 kernels: {cpu_bf16() or 'none'}"
+    data["machine"] = machine()
     when = {"date": datetime.date.today().isoformat(), "commit": commit(),
             "how": "bench/time_commands.py on a fresh clone"}  # fmt: skip
     for command in args.commands:

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from paracl.core.device import cpu_bf16, cpu_model
+from paracl.core.device import machine
 from paracl.core.io import write_json
 
 STAGE = re.compile(r"Running stage '([^']+)':")
@@ -59,7 +58,7 @@ def main() -> None:
     stages, total = timed_repro(args.targets)
     write_json({
         "date": datetime.date.today().isoformat(),
-        "machine": f"{cpu_model()}, {os.cpu_count()} cores, bf16 kernels: {cpu_bf16() or 'none'}",
+        "machine": machine(),
         "command": " ".join(["dvc repro", *args.targets]),
         "total_s": round(total, 1),
         "stages": stages,

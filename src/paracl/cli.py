@@ -237,22 +237,17 @@ def _add_inspection(sub: argparse._SubParsersAction) -> None:
         "--tags", required=True, help="one SIM then one BLEU tag, e.g. '<SIM95><BLEU20>'"
     )
     para.add_argument("--model", default="models/paraphraser", help="trained paraphraser dir")
-    decoding = "(default: generate_paraphrases.{} in --params)"
-    para.add_argument(
-        "--num-beams", type=int, help=f"beam search width {decoding.format('num_beams')}"
-    )
-    para.add_argument(
-        "--min-ratio", type=float, help=f"min output/input length {decoding.format('min_ratio')}"
-    )
-    para.add_argument(
-        "--max-ratio", type=float, help=f"max output/input length {decoding.format('max_ratio')}"
-    )
-    para.add_argument(
-        "--batch-size", type=int, help=f"sentences a batch {decoding.format('batch_size')}"
-    )
-    para.add_argument(
-        "--max-length", type=int, help=f"prompt tokens at most {decoding.format('max_length')}"
-    )
+    for key, kind, what in (
+        ("num_beams", int, "beam search width"),
+        ("min_ratio", float, "min output/input length"),
+        ("max_ratio", float, "max output/input length"),
+        ("batch_size", int, "sentences a batch"),
+        ("max_length", int, "prompt tokens at most"),
+    ):  # paraphraser.DECODING, each defaulting to the project's params.yaml (_decoding)
+        flag = f"--{key.replace('_', '-')}"
+        para.add_argument(
+            flag, type=kind, help=f"{what} (default: generate_paraphrases.{key} in --params)"
+        )
     para.add_argument("--params", default="params.yaml", help="the project's params file")
     para.add_argument(
         "--device", default="cpu", choices=("auto", "cpu", "cuda", "mps"), help="where to run"

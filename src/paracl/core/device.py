@@ -97,6 +97,12 @@ def cpu_model() -> str:
     return names[0] if names else "unknown"
 
 
+def machine() -> str:
+    """This machine as the timing benchmarks record it, and `paracl report` reads it back:
+    the CPU model, its cores and how it runs bf16."""
+    return f"{cpu_model()}, {os.cpu_count()} cores, bf16 kernels: {cpu_bf16() or 'none'}"
+
+
 def autocast_dtype(device: torch.device, precision: str = DEFAULT_PRECISION) -> torch.dtype | None:
     """The mixed-precision dtype for `device` under `precision`, or None to stay in fp32.
     The one place `auto` is resolved (every stage's autocast and loss scaler asks here)."""

@@ -26,17 +26,15 @@ import torch
 from paracl.core import schemas
 from paracl.core.distributed.sharded import CountedShards, Engine, Shard, map_shards, stream_shards
 from paracl.core.io import fingerprint, input_checksum
-from paracl.core.params import ParamsError, RunSettings
+from paracl.core.params import RunSettings
 from paracl.core.sampling import iter_sample
-from paracl.parts.paraphraser import generate
+from paracl.parts.paraphraser import decoding, generate
 
 
 def settings(cfg: dict) -> dict:
-    """The generate_paraphrases params `generate` takes (beams, length window, batching);
-    a window whose minimum exceeds its maximum is a params error."""
-    if cfg["min_ratio"] > cfg["max_ratio"]:
-        raise ParamsError("params.yaml: 'generate_paraphrases.min_ratio' exceeds 'max_ratio'")
-    return {k: cfg[k] for k in ("num_beams", "min_ratio", "max_ratio", "batch_size", "max_length")}
+    """The generate_paraphrases params `generate` takes (beams, length window, batching),
+    checked (paracl.parts.paraphraser.decoding)."""
+    return decoding(cfg)
 
 
 def generate_sharded(

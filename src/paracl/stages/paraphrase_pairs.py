@@ -169,8 +169,7 @@ def paraphrase_tagged(
             f"{Path(model_dir) / paraphraser.INFO_FILE}: the paraphraser was not trained "
             f"({info.get('n_train', 0)} training pairs): it cannot paraphrase at {tags}"
         )
-    if cfg["min_ratio"] > cfg["max_ratio"]:
-        raise ParamsError("params.yaml: 'generate_paraphrases.min_ratio' exceeds 'max_ratio'")
+    gen = paraphraser.decoding(cfg)  # checked before any model is loaded
     if not texts:
         return [], info
     if cfg["threads"]:
@@ -178,9 +177,8 @@ def paraphrase_tagged(
     device = select_device(run.device)
     model, tokenizer = paraphraser.load(model_dir, device)
     outputs, _ = paraphraser.generate(
-        model, tokenizer, texts, tags, device=device, precision=run.precision,
-        **{k: cfg[k] for k in paraphraser.DECODING},
-    )  # fmt: skip
+        model, tokenizer, texts, tags, device=device, precision=run.precision, **gen
+    )
     return outputs, info
 
 

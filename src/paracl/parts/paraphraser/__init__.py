@@ -34,6 +34,7 @@ import pandas as pd
 import torch
 
 from paracl.core.device import DEFAULT_PRECISION, adamw, backward, grad_scaler, optimizer_step
+from paracl.core.errors import ParamsError
 from paracl.core.freeze import freeze
 from paracl.core.languages import DEFAULT
 from paracl.core.models import model_dir
@@ -399,6 +400,14 @@ def _fit(
 # generate()'s decoding keys: generate_paraphrases' params of the same names (each caller
 # passes all five: params.yaml holds their one value)
 DECODING = ("num_beams", "min_ratio", "max_ratio", "batch_size", "max_length")
+
+
+def decoding(cfg: dict) -> dict:
+    """generate()'s decoding keyword arguments from `cfg` (generate_paraphrases' section, or
+    the same keys); a length window whose minimum exceeds its maximum is a params error."""
+    if cfg["min_ratio"] > cfg["max_ratio"]:
+        raise ParamsError("params.yaml: 'generate_paraphrases.min_ratio' exceeds 'max_ratio'")
+    return {k: cfg[k] for k in DECODING}
 
 
 def generate(
