@@ -101,8 +101,8 @@ class Steps:
 def task_data(args):
     """The task's seeded train sample, as evaluate_finetune draws it: params.yaml's
     evaluate.max_train pairs unless --max-train says otherwise."""
-    from paracl.core.params import load_params
     from paracl.parts.evaluation.tasks import load_task_for
+    from paracl.schema import load_params
     from paracl.stages.evaluate_finetune import _cap
 
     cfg = dict(load_params()["evaluate"])
@@ -116,8 +116,8 @@ def config(args, precision: str):
     """params.yaml's evaluate keys, with the bench's epoch, lr, batch and precision, the
     whole batch in one forward (as the other loops)."""
     from paracl.core.configs import from_section
-    from paracl.core.params import load_params
     from paracl.parts.finetune.tuning import FinetuneConfig
+    from paracl.schema import load_params
 
     own = {"epochs": 1, "lr": LR, "batch_size": args.batch_size, "precision": precision}
     section = {**load_params()["evaluate"], **own, "mini_batch_size": None}

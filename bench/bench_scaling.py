@@ -89,7 +89,7 @@ def _stage(name: str):
 
 def stage_params(stage: str, executor: str, workers: int, args: argparse.Namespace) -> dict:
     """params.yaml with the engine, shard size (and model) of this run."""
-    from paracl.core.params import load_params
+    from paracl.schema import load_params
 
     params = load_params(REPO / "params.yaml")
     params.update(executor=executor, workers=workers, model_workers=workers, device="cpu")

@@ -58,10 +58,10 @@ from paracl.core.configs import from_section
 from paracl.core.device import adamw, autocast, autocast_dtype, precision_record, seed_everything
 from paracl.core.freeze import freeze
 from paracl.core.models import resolve_model
-from paracl.core.params import load_params
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
 from paracl.parts.training.trainer import TrainConfig, _batches, train
+from paracl.schema import load_params
 
 WORDS = (
     "a man woman child dog cat plays runs eats guitar piano field kitchen city river sea "

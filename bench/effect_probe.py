@@ -22,9 +22,9 @@ from pathlib import Path
 
 import torch
 
-from paracl.core.params import load_params
 from paracl.parts.training.dev import read_sts, sts_spearman
 from paracl.parts.training.methods import method_spec, train_method
+from paracl.schema import load_params
 
 REPO = Path(__file__).resolve().parents[1]
 

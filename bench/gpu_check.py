@@ -35,10 +35,10 @@ import pandas as pd
 import torch
 
 from paracl.core.configs import from_section
-from paracl.core.params import load_params
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
 from paracl.parts.training.trainer import TrainConfig, train
+from paracl.schema import load_params
 from paracl.testing.tiny_models import build_tiny_model, build_tokenizer
 
 DEVICE = torch.device("cuda")  # --device cpu: a dry run of part 1 here

@@ -10,24 +10,8 @@ same directory; its paracl_filler.json says what it is
 (paracl.stages.adapt_filler.adapt_corpus).
 """
 
-from paracl.core.key_figures import write_metrics
-from paracl.core.params import RunSettings
-from paracl.core.stage import args, run
-from paracl.stages.adapt_filler import OBJECTIVES, adapt_corpus, write_curve
-
-# dvc.yaml's metrics (paracl.core.key_figures): the adapted filler's dev perplexity
-KEY_FIGURES = ("dev_perplexity",)
-
-
-def main(params: dict) -> None:
-    paths = args("corpus", "model", "metrics", "curve_csv", "curve_png")
-    metrics, curve = adapt_corpus(
-        paths.corpus, paths.model, params["adapt_filler"], RunSettings.of(params)
-    )
-    title = f"{metrics['filler']} filler: {OBJECTIVES[metrics['filler']]} (dev loss)"
-    write_curve(curve, paths.curve_csv, paths.curve_png, title)
-    write_metrics(metrics, paths.metrics, KEY_FIGURES)
-
+from paracl.core.stage import run
+from paracl.stages.adapt_filler import Params, main
 
 if __name__ == "__main__":
-    run(main)
+    run(main, Params)

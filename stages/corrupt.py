@@ -17,26 +17,8 @@ corpus that are rare in the reference corpus (`domain_vocabulary`; null when the
 is the reference).
 """
 
-from paracl.core.distributed.sharded import Engine
-from paracl.core.key_figures import write_metrics
-from paracl.core.params import RunSettings
-from paracl.core.stage import args, run
-from paracl.stages.corrupt import corrupt_corpus
-
-# dvc.yaml's metrics (paracl.core.key_figures): hard negatives made
-KEY_FIGURES = ("negatives",)
-
-
-def main(params: dict) -> None:
-    paths = args("corpus", "model", "negatives", "metrics", "reference")
-    settings, engine = RunSettings.of(params), Engine.from_params(params)
-    base = params["adapt_filler"]["model"][settings.lang]  # the filler `unadapted` names
-    metrics = corrupt_corpus(
-        paths.corpus, paths.model, paths.negatives, params["corrupt"], settings, engine, base,
-        paths.reference,
-    )  # fmt: skip
-    write_metrics(metrics, paths.metrics, KEY_FIGURES)
-
+from paracl.core.stage import run
+from paracl.stages.corrupt import Params, main
 
 if __name__ == "__main__":
-    run(main)
+    run(main, Params)

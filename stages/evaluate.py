@@ -9,23 +9,8 @@ the sentence-transformers folder train_contrastive wrote; its training metrics n
 base model that ran (carried into the result).
 """
 
-from paracl.core.device import select_device
-from paracl.core.io import write_json
-from paracl.core.stage import args, run
-from paracl.parts.evaluation.job_result import check_inputs
-from paracl.stages.evaluate import run_job
-
-
-def main(params: dict) -> None:
-    paths = args("run", "task", "encoder", "train_metrics", "out")
-    cfg = {**params["evaluate"], "precision": params["precision"]}  # encoding's autocast
-    check_inputs("evaluate.tasks", paths.task, paths.encoder, paths.train_metrics, cfg["raw_dir"])
-    device = select_device(params["device"])
-    result = run_job(
-        paths.run, paths.task, paths.encoder, cfg, params["seed"], device, paths.train_metrics
-    )
-    write_json(result, paths.out)
-
+from paracl.core.stage import run
+from paracl.stages.evaluate import Params, main
 
 if __name__ == "__main__":
-    run(main)
+    run(main, Params)

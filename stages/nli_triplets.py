@@ -7,14 +7,7 @@ paracl.stages.nli_triplets.
 """
 
 from paracl.core.stage import run
-from paracl.stages import nli_triplets
-
-KEY_FIGURES = nli_triplets.KEY_FIGURES  # dvc.yaml's key figures
-
-
-def main(params: dict) -> None:
-    nli_triplets.main(params)
-
+from paracl.stages.nli_triplets import Params, main
 
 if __name__ == "__main__":
-    run(main)
+    run(main, Params)

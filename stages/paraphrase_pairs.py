@@ -9,14 +9,7 @@ handed over here: a stage module imports no other.
 """
 
 from paracl.core.stage import run
-from paracl.stages import paraphrase_pairs, roundtrip
-
-KEY_FIGURES = paraphrase_pairs.KEY_FIGURES  # dvc.yaml's key figures
-
-
-def main(params: dict) -> None:
-    paraphrase_pairs.main(params, roundtrip)
-
+from paracl.stages.paraphrase_pairs import Params, main
 
 if __name__ == "__main__":
-    run(main)
+    run(main, Params)

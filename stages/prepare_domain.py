@@ -6,25 +6,8 @@ The input is `prepare_domain.corpora[name]`; the work (and what the mix is for) 
 paracl.stages.prepare_domain.
 """
 
-from paracl.core.distributed.sharded import Engine
-from paracl.core.key_figures import write_metrics
-from paracl.core.params import RunSettings
-from paracl.core.stage import args, run
-from paracl.stages.prepare_domain import build_domain
-
-# dvc.yaml's metrics (paracl.core.key_figures): domain sentences kept
-KEY_FIGURES = ("kept",)
-
-
-def main(params: dict) -> None:
-    paths = args("name", "main", "corpus", "mix", "metrics")
-    settings, engine = RunSettings.of(params), Engine.from_params(params)
-    metrics = build_domain(
-        params["prepare_domain"], params["prepare_corpus"], settings, engine,
-        paths.name, paths.main, paths.corpus, paths.mix,
-    )  # fmt: skip
-    write_metrics(metrics, paths.metrics, KEY_FIGURES)
-
+from paracl.core.stage import run
+from paracl.stages.prepare_domain import Params, main
 
 if __name__ == "__main__":
-    run(main)
+    run(main, Params)

@@ -9,30 +9,8 @@ The pairs are a resumable shard directory (paracl.stages.rank_fluency.rank_candi
 The rule table's metadata holds ppdb_substitute's metrics, repeated in this stage's.
 """
 
-from paracl.core.distributed.sharded import Engine
-from paracl.core.io import read_metadata
-from paracl.core.key_figures import write_metrics
-from paracl.core.models import resolve_model
-from paracl.core.params import RunSettings
-from paracl.core.stage import args, run
-from paracl.stages.rank_fluency import rank_candidates
-
-# dvc.yaml's metrics (paracl.core.key_figures): training pairs made
-KEY_FIGURES = ("pairs",)
-
-
-def main(params: dict) -> None:
-    paths = args("candidates", "rules", "pairs", "metrics")
-    upstream = read_metadata(paths.candidates)
-    substituted = read_metadata(paths.rules).get("metrics", {})
-    cfg, settings = params["rank_fluency"], RunSettings.of(params)
-    model = resolve_model(cfg["model"][settings.lang])
-    metrics = rank_candidates(
-        paths.candidates, paths.pairs, model, cfg, settings, Engine.from_params(params),
-        upstream, substituted,
-    )  # fmt: skip
-    write_metrics(metrics, paths.metrics, KEY_FIGURES)
-
+from paracl.core.stage import run
+from paracl.stages.rank_fluency import Params, main
 
 if __name__ == "__main__":
-    run(main)
+    run(main, Params)

@@ -54,7 +54,7 @@ PART_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
 
 @functools.cache
 def _params() -> dict:
-    from paracl.core.params import load_params
+    from paracl.schema import load_params
 
     return load_params(REPO / "params.yaml")
 

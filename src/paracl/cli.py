@@ -106,7 +106,7 @@ def _decoding(args: argparse.Namespace, keys: tuple[str, ...]) -> dict:
     if not Path(args.params).is_file():
         flags = ", ".join(f"--{k.replace('_', '-')}" for k, v in given.items() if v is None)
         raise InputError(f"{args.params}: not found; run in a paracl project or pass {flags}")
-    from paracl.core.params import load_params
+    from paracl.schema import load_params
 
     section = load_params(args.params)["generate_paraphrases"]
     return {k: section[k] if v is None else v for k, v in given.items()}
@@ -295,7 +295,7 @@ def _add_results(sub: argparse._SubParsersAction) -> None:
         "--merge", nargs="*", default=[], help="committed learning_curve.csv files to draw too"
     )
     report = _command(sub, "report", "render README/docs result tables, plots, params page",
-                      cmd_report, "From the committed results/*/ and src/paracl/core/params.py.")  # fmt: skip
+                      cmd_report, "From the committed results/*/ and each stage's schema.")  # fmt: skip
     report.add_argument("--check", action="store_true", help="only compare; exit 1 if stale")
     report.add_argument(
         "--snapshot-default",

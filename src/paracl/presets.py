@@ -4,7 +4,7 @@ A preset mirrors params.yaml's nesting and holds only the keys it changes. Apply
 deep-merges it into params.yaml (mappings merge key by key; a list or a scalar replaces
 the old value) with ruamel.yaml's round-trip mode, so comments and key order survive and
 `git diff params.yaml` shows exactly what the preset changed. The merged result is
-validated with `paracl.core.params.validate` first; an invalid result writes nothing.
+validated with `paracl.schema.check_all` first; an invalid result writes nothing.
 
     paracl preset paper-en --dry-run     # list the keys that would change
     paracl preset paper-en               # rewrite params.yaml, then `dvc repro` / `dvc exp run`
@@ -14,7 +14,7 @@ validated with `paracl.core.params.validate` first; an invalid result writes not
 train_contrastive.runs (methods x seeds, which DVC's foreach reads) follows the merged
 methods: applying a preset rewrites it, so a preset adds or removes a method in one line
 and gives its seeds once (`seeds: [1, 2, 3]`). After editing methods or seeds by hand,
-`paracl expand` rewrites it; every stage refuses a stale one (paracl.core.params.expand_runs).
+`paracl expand` rewrites it; every stage refuses a stale one (paracl.stages.train_contrastive.expand_runs).
 
 Whatever layout params.yaml is in (DVC re-dumps it on `dvc exp run -S`), what is written
 is read back and validated first, and replaces the file atomically (`_write`).
@@ -36,13 +36,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from paracl.core.params import (
-    ParamsError,
-    check_train_contrastive,
-    load_params,
-    validate,
-    with_runs,
-)
+from paracl.core.params import ParamsError, validate
 
 PRESETS_DIR = Path("presets")
 RUNS = "train_contrastive.runs"
@@ -286,6 +280,8 @@ def _load(params_path: Path) -> tuple[Any, str, Any]:
 def merge_preset(params: dict, preset: dict) -> dict:
     """`preset` deep-merged into `params`, with train_contrastive.runs rewritten from the
     merged methods and seeds: what `paracl preset` writes (plain data)."""
+    from paracl.schema import with_runs  # every stage's schema: loads torch
+
     return with_runs(deep_merge(params, preset))
 
 
@@ -308,13 +304,13 @@ def expand(params_path: str | Path = "params.yaml", dry_run: bool = False) -> li
 
 def _checked(values: dict) -> dict:
     """`values` validated (ParamsError names the first bad key), their runs rewritten from
-    the checked methods and seeds, and the methods' own settings checked."""
+    the checked methods and seeds, and every stage's checks across keys run."""
+    from paracl.schema import check_all, schema_keys, with_runs  # every stage's schema: loads torch
+
     tc = values.get("train_contrastive")
     if isinstance(tc, dict):  # the runs are rewritten below: an old list is not checked
         values = {**values, "train_contrastive": {**tc, "runs": {}}}
-    checked = with_runs(validate(values))
-    check_train_contrastive(checked)
-    return checked
+    return check_all(with_runs(validate(values, schema_keys())))
 
 
 def _runs_change(doc, merged: dict) -> list[tuple[str, Any, Any]]:
@@ -356,6 +352,7 @@ def _write(y, doc, original: str, touched: set[str], params_path: Path) -> None:
     else ruamel's own dump of the whole file is written; and the written file is loaded and
     validated as every stage loads it before it replaces params.yaml."""
     from paracl.core.io import atomic_path
+    from paracl.schema import load_params  # every stage's schema: loads torch
 
     buf = io.StringIO()
     y.dump(doc, buf)

@@ -34,7 +34,7 @@ def _sentences(n: int, seed: int) -> list[str]:
 
 def _workdir(root: Path, model: Path) -> dict:
     """Inputs of ppdb / jcse and STS dev under root; the params to train them with."""
-    from paracl.core.params import load_params
+    from paracl.schema import load_params
 
     (root / "data/ppdb").mkdir(parents=True)
     (root / "data/negatives").mkdir(parents=True)
@@ -168,7 +168,7 @@ def test_processes_param_relaunches_under_torchrun(tmp_path, no_dropout_bert):
     """What `dvc repro` runs: the plain command, with processes: 2 in params.yaml."""
     import yaml
 
-    from paracl.core.params import with_runs
+    from paracl.schema import with_runs
 
     params = _workdir(tmp_path, no_dropout_bert)
     params["train_contrastive"]["processes"] = 2

@@ -7,17 +7,9 @@ from typing import Literal, get_args, get_origin
 import pytest
 import yaml
 
-from paracl.core.params import (
-    SCHEMA,
-    Params,
-    ParamsError,
-    RunSettings,
-    Section,
-    load_params,
-    method_settings,
-    param,
-    validate,
-)
+from paracl.core.params import ParamsError, RunSettings, Section, param, validate
+from paracl.schema import load_params, schema_fields, schema_keys, validate_all
+from paracl.stages.train_contrastive import method_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,15 +25,15 @@ def test_shipped_params_are_valid():
 
 
 def test_run_settings_are_the_typed_run_wide_keys_declared_once():
-    """A stage function takes RunSettings beside its section; Params inherits its fields,
-    so they stay top-level keys (and rows of the configuration reference)."""
+    """A stage function takes RunSettings beside its section; every stage's Params inherits
+    its fields, so they stay top-level keys (and rows of the configuration reference)."""
     params = load_params(REPO / "params.yaml")
     run = RunSettings.of(params)
     assert isinstance(run.seed, int) and run.lang in ("en", "ja")
     assert (run.device, run.precision) == (params["device"], params["precision"])
     own = {f.name: f for f in dataclasses.fields(RunSettings)}
     assert list(own) == ["seed", "lang", "device", "precision"]
-    top = {f.name: f for f in dataclasses.fields(Params)}
+    top = {f.name: f for f in schema_fields()}
     assert all((top[n].type, top[n].metadata) == (f.type, f.metadata) for n, f in own.items())
     assert top["seed"].metadata["help"] and top["precision"].metadata["help"]
 
@@ -59,7 +51,7 @@ def test_run_settings_are_the_typed_run_wide_keys_declared_once():
 def test_bad_top_level_values_are_named(change, message):
     values = shipped() | change
     with pytest.raises(ParamsError) as err:
-        validate(values)
+        validate_all(values)
     assert message in str(err.value)
 
 
@@ -67,11 +59,11 @@ def test_nested_unknown_and_missing_keys_name_the_full_path():
     values = shipped()
     values["prepare_corpus"]["max_wrods"] = 3
     with pytest.raises(ParamsError, match=r"unknown key 'prepare_corpus.max_wrods'"):
-        validate(values)
+        validate_all(values)
     values = shipped()
     del values["prepare_corpus"]["workers"]
     with pytest.raises(ParamsError, match=r"missing key 'prepare_corpus.workers'"):
-        validate(values)
+        validate_all(values)
 
 
 class Demo(Section):
@@ -120,7 +112,7 @@ def test_per_language_maps_need_exactly_their_keys():
 def test_schema_subset_checks_some_sections_alone():
     keys = ("seed", "lang", "summary")
     raw = shipped()
-    assert validate({k: raw[k] for k in keys}, {k: SCHEMA[k] for k in keys}) == {
+    assert validate({k: raw[k] for k in keys}, {k: schema_keys()[k] for k in keys}) == {
         k: raw[k] for k in keys
     }
 
@@ -129,19 +121,19 @@ def test_new_keys_are_required_and_checked():
     values = shipped()
     values["generate_paraphrases"].pop("heatmap_min_words")
     with pytest.raises(ParamsError, match=r"missing key 'generate_paraphrases.heatmap_min_words'"):
-        validate(values)
+        validate_all(values)
     values["generate_paraphrases"]["heatmap_min_words"] = -1
     with pytest.raises(ParamsError, match=r"'generate_paraphrases.heatmap_min_words' must be"):
-        validate(values)
+        validate_all(values)
     for gone in ("jcse", "jcse_two_stage", "ams", "ebsim"):
         values = shipped()
         values["train_contrastive"][gone] = {"alpha": 1.0}
         with pytest.raises(ParamsError, match=f"unknown key 'train_contrastive.{gone}'"):
-            validate(values)
+            validate_all(values)
     values = shipped()
     values["evaluate"]["methods"] = ["none"]
     with pytest.raises(ParamsError, match=r"unknown key 'evaluate.methods'"):
-        validate(values)
+        validate_all(values)
 
 
 def test_max_examples_per_method_makes_a_learning_curve():
@@ -155,17 +147,17 @@ def test_max_examples_per_method_makes_a_learning_curve():
 
 def test_train_layers_shared_and_per_method():
     values = shipped()
-    assert validate(values)["train_contrastive"]["train_layers"] is None  # all layers
+    assert validate_all(values)["train_contrastive"]["train_layers"] is None  # all layers
     values["train_contrastive"]["train_layers"] = 4
     entry = {"loss": "infonce", "input": "p", "train_layers": 2}
     values["train_contrastive"]["methods"] = {"top2": entry}
-    checked = validate(values)["train_contrastive"]
+    checked = validate_all(values)["train_contrastive"]
     assert checked["train_layers"] == 4 and method_settings("top2", entry) == {"train_layers": 2}
     with pytest.raises(ParamsError, match=r"methods\.top2\.train_layers' must be int >= 1"):
         method_settings("top2", entry | {"train_layers": 0})
     values["train_contrastive"]["train_layers"] = 0
     with pytest.raises(ParamsError, match=r"'train_contrastive\.train_layers' must be int >= 1"):
-        validate(values)
+        validate_all(values)
 
 
 def with_methods(methods) -> dict:
@@ -179,7 +171,7 @@ def test_method_entries_keep_their_own_params():
         "ppdb": {"loss": "infonce", "input": "data/ppdb/pairs.parquet"},
         "ams_2": {"input": "p", "loss": "ams", "seeds": [3], "margin": 0.3, "threshold": None},
     }
-    checked = validate(with_methods(methods))["train_contrastive"]["methods"]
+    checked = validate_all(with_methods(methods))["train_contrastive"]["methods"]
     assert checked["ppdb"] == {
         "input": "data/ppdb/pairs.parquet",
         "loss": "infonce",
@@ -198,7 +190,7 @@ def test_method_entries_keep_their_own_params():
         "margin": 0.3,
         "threshold": None,
     }
-    assert validate(with_methods({}))["train_contrastive"]["methods"] == {}
+    assert validate_all(with_methods({}))["train_contrastive"]["methods"] == {}
 
 
 @pytest.mark.parametrize(
@@ -231,7 +223,7 @@ def test_method_entries_keep_their_own_params():
 )
 def test_bad_method_entries_are_named(methods, message):
     with pytest.raises(ParamsError) as err:
-        validate(with_methods(methods))
+        validate_all(with_methods(methods))
     assert message in str(err.value)
 
 
@@ -257,29 +249,30 @@ def test_load_params_names_the_file(tmp_path):
 def test_an_ebsim_input_is_a_ranking_that_ebsim_retrieve_writes():
     """An ebsim method's input must be data/ebsim/<corpus>.parquet of a corpus named in
     ebsim_retrieve.corpora: else no stage writes it and DVC would fail later, less clearly."""
-    from paracl.core.params import check_train_contrastive, with_runs
+    from paracl.schema import check_all, with_runs
 
     entry = {"loss": "ebsim", "input": "data/ebsim/sentences.parquet"}
-    values = with_runs(validate(with_methods({"ebsim": entry})))
+    values = with_runs(validate_all(with_methods({"ebsim": entry})))
     with pytest.raises(ParamsError, match=r"'train_contrastive.methods.ebsim.input': .*is no "
                        r"ranking .*\(it writes: none: ebsim_retrieve.corpora is empty\)"):  # fmt: skip
-        check_train_contrastive(values)
+        check_all(values)
     values["ebsim_retrieve"]["corpora"] = {"sentences": "data/corpus/sentences.parquet"}
-    check_train_contrastive(values)
+    check_all(values)
     values["train_contrastive"]["methods"]["ebsim"]["input"] = "data/corpus/sentences.parquet"
     with pytest.raises(ParamsError, match=r"it writes: data/ebsim/sentences.parquet\)"):
-        check_train_contrastive(values)
+        check_all(values)
 
 
 # corrupt's fields are the corrupt/filler change's to edit: its defaults go when it lands
 PENDING: set[str] = set()  # keys whose second default is yet to go
 
 
-def _second_defaults(section: type, values: dict, prefix: str = "") -> list[str]:
+def _second_defaults(section: type | list, values: dict, prefix: str = "") -> list[str]:
     """The keys whose field carries a default though params.yaml writes the value: a
-    section's key that params.yaml sets, or an entry's key (`<name>`) that every entry sets."""
+    section's key that params.yaml sets, or an entry's key (`<name>`) that every entry sets.
+    `section`: a Section, or the whole file's fields (paracl.schema.schema_fields)."""
     found = []
-    for f in dataclasses.fields(section):
+    for f in section if isinstance(section, list) else dataclasses.fields(section):
         key, given = prefix + f.name, values.get(f.name)
         if f.default is not dataclasses.MISSING and f.name in values:
             found.append(key)
@@ -297,9 +290,9 @@ def test_each_value_is_written_once_in_params_yaml():
     """params.yaml holds the values; the schema only types, ranges and help: a default there
     would be a second copy that drifts (train_paraphraser.min_train_pairs said 1, params.yaml
     16). A default is only for an entry's key that some entry leaves out."""
-    assert set(_second_defaults(Params, shipped())) == PENDING
+    assert set(_second_defaults(schema_fields(), shipped())) == PENDING
     assert _second_defaults(Demo, {"d": "y", "n": 1, "xs": []}) == ["d", "n"]  # the check works
     values = shipped()
     del values["evaluate"]["finetune_head"]  # a key that had a schema default
     with pytest.raises(ParamsError, match=r"missing key 'evaluate.finetune_head'"):
-        validate(values)
+        validate_all(values)

@@ -99,7 +99,9 @@ def _listed_modules(package: Path) -> set[str]:
 
 PACKAGES = ["core", "core/distributed", "parts", "parts/corpus", "parts/encoder", "parts/evaluation", "parts/finetune",
             "parts/filler", "parts/losses", "parts/paraphraser", "parts/sources", "parts/tags",
-            "parts/training", "stages"]  # fmt: skip
+            "parts/training"]  # fmt: skip
+# paracl.stages lists none: its modules are dvc.yaml's stages, one each, named as the stage
+# (tests/pipeline/test_stage_deps.py), so that a new stage touches no list.
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -104,4 +104,4 @@ def test_an_unknown_language_is_one_line_naming_the_param_and_the_known_ones(toy
 def test_params_accept_exactly_the_languages_with_a_profile():
     assert get_args(params.Lang) == tuple(languages.codes()) == ("en", "ja")
     with pytest.raises(params.ParamsError, match="'lang' must be one of 'en', 'ja', got 'xx'"):
-        params.validate({"lang": "xx"}, {"lang": params.SCHEMA["lang"]})
+        params.validate({"lang": "xx"}, {"lang": params.keys_of(params.RunSettings)["lang"]})

@@ -20,13 +20,13 @@ from sentence_transformers.base.modules import Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
 from stage_helpers import methods
 
-from paracl.core.params import load_params
 from paracl.parts.encoder.build import POOLING, build_encoder, truncation
 from paracl.parts.encoder.embed import EmbeddingCache
 from paracl.parts.encoder.forward import embed
 from paracl.parts.evaluation.metrics import spearman
 from paracl.parts.training.dev import read_sts, sts_spearman
 from paracl.parts.training.methods import method_spec, train_method
+from paracl.schema import load_params
 from paracl.stages import evaluate as jobs
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from paracl.core.params import ParamsError, job_names, load_params, loss_names, validate
+from paracl.core.params import ParamsError
 from paracl.parts.evaluation import tasks
+from paracl.schema import load_params, validate_all
+from paracl.stages.evaluate import job_names
+from paracl.stages.train_contrastive import loss_names
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,9 +43,9 @@ def test_a_misspelt_task_fails_when_params_load(tmp_path):
 
 def test_task_names_come_from_the_registry(params, monkeypatch):
     assert job_names() == tasks.JOBS and set(tasks.TASKS) < set(tasks.JOBS)
-    validate(_with(params, "evaluate", tasks=list(tasks.JOBS)))  # every job passes
+    validate_all(_with(params, "evaluate", tasks=list(tasks.JOBS)))  # every job passes
     monkeypatch.setattr(tasks, "JOBS", (*tasks.JOBS, "brand_new"))  # a job added there
-    validate(_with(params, "evaluate", tasks=["brand_new"]))
+    validate_all(_with(params, "evaluate", tasks=["brand_new"]))
 
 
 def test_a_misspelt_loss_fails_when_params_load(params):
@@ -50,7 +53,7 @@ def test_a_misspelt_loss_fails_when_params_load(params):
     bad["train_contrastive"]["methods"]["none"]["loss"] = "infonse"
     with pytest.raises(ParamsError, match=r"methods.none.loss': unknown name 'infonse' "
                        r"\(known: none, infonce, jcse, ams, ebsim"):  # fmt: skip
-        validate(bad)
+        validate_all(bad)
 
 
 def test_loss_names_are_the_loss_registry():
@@ -62,7 +65,7 @@ def test_loss_names_are_the_loss_registry():
 def test_missing_splits_is_resplit_or_fail(params):
     assert params["evaluate"]["missing_splits"] == "resplit"
     with pytest.raises(ParamsError, match=r"'evaluate.missing_splits' must be one of"):
-        validate(_with(params, "evaluate", missing_splits="skip"))
+        validate_all(_with(params, "evaluate", missing_splits="skip"))
 
 
 def test_paper_presets_score_whole_sets_on_the_papers_splits():

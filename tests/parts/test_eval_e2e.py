@@ -14,12 +14,13 @@ import torch
 from conftest import part_config
 from stage_helpers import load_stage, run_stage, squeezed
 
-from paracl.core.params import ParamsError, load_params
+from paracl.core.params import ParamsError
 from paracl.parts.encoder.build import build_encoder, save_encoder
 from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
 from paracl.parts.evaluation.tasks import load_task
 from paracl.parts.evaluation.unsup_sts import evaluate_unsup_sts, sts_sets
 from paracl.parts.finetune.tuning import FinetuneConfig, finetune_task
+from paracl.schema import load_params
 from paracl.stages.evaluate import run_job
 from paracl.stages.evaluate_finetune import finetune_seeds, run_finetune_job
 from paracl.stages.summary import build_summary, load_results, to_markdown

@@ -99,8 +99,8 @@ def test_minilm_on_the_default_sample_lands_within_its_sampling_error(mirror):
     from scipy import stats
 
     from paracl.core.models import resolve_model
-    from paracl.core.params import load_params
     from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
+    from paracl.schema import load_params
 
     params = load_params(REPO / "params.yaml")
     test = sts_sets("en", mirror)["STSBenchmark"]

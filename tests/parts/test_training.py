@@ -16,13 +16,14 @@ from stage_helpers import methods, rank_titled_corpus, run_stage
 from paracl.core.errors import InputError
 from paracl.core.freeze import freeze
 from paracl.core.io import ArtifactError, read_parquet, write_parquet
-from paracl.core.params import ParamsError, load_params
+from paracl.core.params import ParamsError
 from paracl.core.schemas import CORPUS
 from paracl.parts.encoder.build import build_encoder, save_encoder
 from paracl.parts.encoder.forward import embed
 from paracl.parts.losses import infonce, weighted_hard_negative
 from paracl.parts.training.data import load_examples
 from paracl.parts.training.trainer import TrainConfig, _embed_columns, train
+from paracl.schema import load_params
 
 REPO = Path(__file__).resolve().parents[2]
 TAU = {"temperature": 0.05}  # the shared train_contrastive keys a loss reads

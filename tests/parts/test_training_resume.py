@@ -23,7 +23,6 @@ from smoke_helpers import SMOKE, merge_preset
 from stage_helpers import methods, run_stage
 
 from paracl.core.device import seed_everything
-from paracl.core.params import load_params
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import additive_margin, ebsim_triplet, infonce
 from paracl.parts.losses import weighted_hard_negative as jcse
@@ -33,6 +32,7 @@ from paracl.parts.training.data import to_examples
 from paracl.parts.training.dev import sts_spearman
 from paracl.parts.training.trainer import TrainConfig, train
 from paracl.presets import deep_merge
+from paracl.schema import load_params
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -42,10 +42,6 @@ def key_figures(stage: dict) -> tuple[str, ...]:
     """The figures the stage's script copies into its key file (train_contrastive's come
     from its library, paracl.stages.train_contrastive)."""
     script = Path(stage["cmd"].split()[1]).stem
-    if script == "train_contrastive":
-        from paracl.stages.train_contrastive import KEY_FIGURES
-
-        return KEY_FIGURES
     return load_stage(script).KEY_FIGURES
 
 

@@ -20,8 +20,8 @@ from smoke_helpers import REPO, merge_preset, smoke_project
 from test_pipeline_dvc import dvc
 from test_smoke_pipeline import expected_outputs, finish, start_repro
 
-from paracl.core.params import validate
 from paracl.parts.evaluation.tasks import get_task
+from paracl.schema import validate_all
 from paracl.stages.evaluate import PI, UNSUP
 
 JA_PRESET = REPO / "presets" / "ja.yaml"
@@ -62,7 +62,7 @@ def test_the_ja_preset_selects_the_japanese_path():
     params = merge_preset(
         yaml.safe_load((REPO / "params.yaml").read_text()), yaml.safe_load(JA_PRESET.read_text())
     )
-    validate(params)
+    validate_all(params)
     assert params["lang"] == "ja"
     assert params["train_contrastive"]["methods"]["none"]["input"].startswith("data/raw/jglue/jsts")
     tasks = params["evaluate"]["tasks"]

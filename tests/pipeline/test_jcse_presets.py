@@ -22,9 +22,9 @@ from stage_helpers import run_stage
 
 from paracl.core import schemas
 from paracl.core.io import read_parquet
-from paracl.core.params import check_train_contrastive, validate
 from paracl.parts.filler.domain_vocab import domain_words, vocabulary_use
 from paracl.presets import merge_preset
+from paracl.schema import check_all, validate_all
 
 REPO = Path(__file__).resolve().parents[2]
 DVC = [sys.executable, "-m", "dvc"]
@@ -40,7 +40,7 @@ def preset_params(*names: str, base: dict | None = None) -> dict:
         params = merge_preset(
             params, yaml.safe_load((REPO / "presets" / f"{name}.yaml").read_text())
         )
-    check_train_contrastive(validate(params))
+    check_all(validate_all(params))
     return params
 
 

@@ -14,9 +14,9 @@ import torch
 import yaml
 from stage_helpers import REPO, dep_paths, expand_stages, run_stage
 
-from paracl.core.params import load_params, with_runs
 from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
 from paracl.parts.training.data import load_examples
+from paracl.schema import load_params, with_runs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

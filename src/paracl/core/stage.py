@@ -1,6 +1,7 @@
 """What every stage script shares: logging, params, and clean failure messages.
 
-A stage script is `def main(params) -> None` plus `run(main)`; the paths it reads and
+A stage script is `run(main, Params)`: its module's `main(params)` and the `Params` it
+reads of params.yaml (checked alone: paracl.core.params.load_params); the paths it reads and
 writes come from dvc.yaml's `cmd:` (`args("corpus", "out")`), not from constants that
 would repeat dvc.yaml. Errors that describe
 bad input (params, artifacts, data files, models: every `paracl.core.errors.UserError`) end
@@ -19,7 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from paracl.core.errors import InputError, UserError
-from paracl.core.params import ParamsError, load_params
+from paracl.core.params import ParamsError, Section, load_params
 
 __all__ = ["InputError", "UserError", "args", "one_line", "run"]
 
@@ -42,13 +43,16 @@ def one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
-def run(main: Callable[[dict], None], params_path: str = "params.yaml") -> None:
-    """Run a stage's main(params); turn input errors into a one-line message."""
+def run(
+    main: Callable[[dict], None], schema: type[Section], params_path: str = "params.yaml"
+) -> None:
+    """Run a stage's main(params) on the keys `schema` declares (its module's Params),
+    checked; turn input errors into a one-line message."""
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S"
     )
     try:
-        params = load_params(params_path)
+        params = load_params(schema, params_path)
         main(params)
         return
     except UserError as err:

@@ -9,5 +9,6 @@
 - `paraphraser/`: the tag-controlled paraphraser family; `tags/`: SIM/BLEU tags;
 - `sts_scorer`: the semantic-similarity scorer; `sources/`: the data-source registry and
   downloads; `ppdb_rules`: paraphrase dictionaries; `llama_batch`: batched llama.cpp
-  generation; `nli`: NLI files (SICK) read into (anchor, positive, negative) triplets.
+  generation; `nli`: NLI files (SICK) read into (anchor, positive, negative) triplets;
+  `runs`: train_contrastive's runs (methods x seeds), which three stages and the CLI read.
 """

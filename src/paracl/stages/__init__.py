@@ -1,10 +1,9 @@
-"""One module per DVC stage, named as the stage: its work, what stages/<stage>.py calls.
+"""One module per DVC stage, named as the stage: its contract and its work.
 
-Stage modules import core and parts, never each other. A variant stage uses its family's
-module (roundtrip_baseline: `roundtrip`; corrupt_unadapted: `corrupt`).
-
-- `fetch`, `prepare_corpus`, `prepare_domain`, `roundtrip`, `train_sts_scorer`, `tag`,
-  `train_paraphraser`, `generate_paraphrases`, `nli_triplets`, `paraphrase_pairs`,
-  `ppdb_substitute`, `rank_fluency`, `adapt_filler`, `corrupt`, `ebsim_retrieve`,
-  `train_contrastive`, `evaluate`, `evaluate_finetune`, `summary`.
+`paracl.stages.<stage>` holds the stage's section of params.yaml (its schema, and a
+`Params` naming every top-level key it reads), its `main`, which stages/<stage>.py runs,
+and the building of its parts' configs from the checked section. A stage imports core
+and parts, and another stage's module only to read that stage's section (corrupt reads
+adapt_filler's). A variant stage uses its family's module (roundtrip_baseline:
+`roundtrip`; corrupt_unadapted: `corrupt`). paracl.schema finds every module here.
 """

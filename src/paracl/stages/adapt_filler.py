@@ -30,14 +30,61 @@ from paracl.core.configs import from_section
 from paracl.core.device import seed_everything, select_device
 from paracl.core.errors import InputError
 from paracl.core.io import atomic_dir, atomic_path, write_json
+from paracl.core.key_figures import write_metrics
 from paracl.core.models import build_on_texts, describe_model, is_built, resolve_model
-from paracl.core.params import RunSettings
+from paracl.core.params import Lang, RunSettings, RunWide, Section, param
 from paracl.core.plots import png_figure
 from paracl.core.sampling import sample_corpus
+from paracl.core.stage import args
 from paracl.parts.filler import INFO_FILE, PAPER_T5
 from paracl.parts.filler.adapt import AdaptConfig, adapt
 from paracl.parts.filler.adapt_causal import CausalAdaptConfig, adapt_causal
 from paracl.parts.filler.causal import is_causal_lm
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class AdaptFiller(Section):
+    class T5(Section):  # span-corruption denoising, Adafactor (JCSE §3.2, §4.4)
+        noise_density: float = param(min=0.01, max=0.99)
+        mean_noise_span_length: float = param(min=1.0, max=20.0)
+        lr: float = param(min=0.0, max=1.0)
+        max_steps: int = param(min=1)
+        batch_size: int = param(min=1)
+        eval_every: int = param(min=1)
+
+    class CausalLM(Section):  # continued next-token training, AdamW
+        lr: float = param(min=0.0, max=1.0)
+        max_steps: int = param(min=1)
+        batch_size: int = param(min=1)
+        eval_every: int = param(min=1)
+        train_layers: int | None = param(min=1, help="top layers trained; null = all")
+        freeze_embeddings: bool = param(help="the vocabulary's embeddings fixed")
+
+    class Standin(Section):
+        vocab_size: int = param(min=200, max=64000)
+        d_model: int = param(min=16, max=1024)
+        num_layers: int = param(min=1, max=24)
+
+    # a causal LM (default), a T5 hub id (paper: t5-base / sonoisa/t5-base-japanese-v1.1)
+    # or tiny-random:t5 (test stand-in); the config picks the path (t5 / causal_lm)
+    model: dict[Lang, str]
+    enabled: bool = param(help="false: the filler as it is (T5 saved, causal LM recorded)")
+    max_length: int = param(min=4, max=1024, help="tokens per sentence")
+    dev_sentences: int = param(min=1, help="held-out sentences for the dev loss")
+    max_sentences: int | None = param(min=2, help="corpus sentences; null = all")
+    threads: int | None = param(min=1, max=256, help="torch CPU threads")
+    t5: T5
+    causal_lm: CausalLM
+    standin: Standin
+
+
+class Params(RunWide):
+    """What stage adapt_filler reads of params.yaml: the run-wide keys and these."""
+
+    target_corpus: str = param(help="the corpus the filler adapts to and corrupt draws from")
+    adapt_filler: AdaptFiller
+
 
 log = logging.getLogger(__name__)
 
@@ -207,3 +254,17 @@ def write_curve(curve: list[dict], csv_path, png_path, title: str = "filler adap
         ax.set(xlabel="step", ylabel="loss (nats / target token)", title=title)
         ax.set_yscale("log")
         ax.legend()
+
+
+# dvc.yaml's metrics (paracl.core.key_figures): the adapted filler's dev perplexity
+KEY_FIGURES = ("dev_perplexity",)
+
+
+def main(params: dict) -> None:
+    paths = args("corpus", "model", "metrics", "curve_csv", "curve_png")
+    metrics, curve = adapt_corpus(
+        paths.corpus, paths.model, params["adapt_filler"], RunSettings.of(params)
+    )
+    title = f"{metrics['filler']} filler: {OBJECTIVES[metrics['filler']]} (dev loss)"
+    write_curve(curve, paths.curve_csv, paths.curve_png, title)
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)

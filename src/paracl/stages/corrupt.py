@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -35,14 +36,52 @@ from paracl.core.device import DEFAULT_PRECISION, seed_everything
 from paracl.core.distributed.sharded import CountedShards, Engine, Shard, map_shards, stream_shards
 from paracl.core.errors import InputError
 from paracl.core.io import fingerprint, input_checksum, iter_batches, read_json, read_parquet
+from paracl.core.key_figures import write_metrics
 from paracl.core.models import check_model_dir, describe_model, is_built, resolve_model
-from paracl.core.params import RunSettings
+from paracl.core.params import RunSettings, Section, param
 from paracl.core.sampling import iter_sample
+from paracl.core.stage import args
 from paracl.parts.filler import INFO_FILE, PAPER_T5
 from paracl.parts.filler.causal import is_causal_lm
 from paracl.parts.filler.chunks import PIPELINES
 from paracl.parts.filler.domain_vocab import domain_vocabulary_metrics
 from paracl.parts.filler.pipeline import CorruptConfig, corrupt, merge_stats
+from paracl.stages import adapt_filler
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class Corrupt(Section):
+    max_sentences: int | None = param(min=1, help="anchors sampled; null = all")
+    num_beams: int = param(min=1, max=512, help="T5 beams (the authors' code: 200)")
+    num_return_sequences: int = param(min=1, max=64, help="negatives per anchor (<= beams)")
+    mask_mode: Literal["sequential", "all_at_once"] = param(
+        help="sequential: one chunk at a time (JCSE's code); all_at_once: its text"
+    )
+    keep_rank: int = param(min=1, max=64, help="sequential: candidate kept per chunk (1 = best)")
+    fill_max_length: int = param(
+        min=2, max=128, help="sequential T5: decoder tokens per chunk, start token included"
+    )
+    batch_size: int = param(min=1)
+    max_fill_tokens: int = param(min=1, max=128, help="T5: generation budget per blank")
+    on_missing: Literal["original", "drop"]
+    num_samples: int = param(min=1, max=64, help="causal LM: hypotheses per anchor")
+    top_k: int = param(min=1, help="causal LM: top-k sampling")
+    temperature: float = param(min=0.01, max=10.0, help="causal LM: sampling temperature")
+    fill_slack_tokens: int = param(min=0, max=64, help="causal LM: fill tokens past the chunk's")
+    max_blanks: int = param(min=0, help="causal LM: chunks replaced per negative; 0 = all")
+    quantize: bool = param(help="causal LM on CPU: dynamic int8 Linear layers")
+    chunk_batch_size: int = param(min=1)
+    threads: int | None = param(min=1, max=256, help="torch CPU threads")
+    shard_size: int = param(min=1, help="anchors per resumable shard")
+    unadapted: list[str] = param(help="negatives sets of the filler not adapted; [] = none")
+
+
+class Params(adapt_filler.Params):
+    """What stage corrupt reads of params.yaml: the run-wide keys and these."""
+
+    corrupt: Corrupt
+
 
 log = logging.getLogger(__name__)
 
@@ -208,3 +247,18 @@ def _metrics(
         if len(first)
         else [],
     }
+
+
+# dvc.yaml's metrics (paracl.core.key_figures): hard negatives made
+KEY_FIGURES = ("negatives",)
+
+
+def main(params: dict) -> None:
+    paths = args("corpus", "model", "negatives", "metrics", "reference")
+    settings, engine = RunSettings.of(params), Engine.from_params(params)
+    base = params["adapt_filler"]["model"][settings.lang]  # the filler `unadapted` names
+    metrics = corrupt_corpus(
+        paths.corpus, paths.model, paths.negatives, params["corrupt"], settings, engine, base,
+        paths.reference,
+    )  # fmt: skip
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)

@@ -20,6 +20,7 @@ A module of its own, outside losses/, so that the stage reruns only when this co
 from __future__ import annotations
 
 import logging
+import time
 
 import numpy as np
 import pandas as pd
@@ -28,7 +29,55 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 
 from paracl.core import schemas
-from paracl.core.errors import InputError
+from paracl.core.device import select_device
+from paracl.core.errors import InputError, ParamsError
+from paracl.core.io import read_parquet, write_parquet
+from paracl.core.key_figures import write_metrics
+from paracl.core.params import OtherSection, RunWide, Section, param
+from paracl.core.stage import args
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+EBSIM_RANKINGS = "data/ebsim/"  # dvc.yaml: ebsim_retrieve@<corpus> writes <corpus>.parquet here
+
+
+class EbsimRetrieve(Section):
+    # name -> titled corpus (data/ebsim/<name>.parquet; stage ebsim_retrieve@<name>)
+    corpora: dict[str, str] = param(help="titled corpora EBSIM's methods train on; {} = none")
+    retriever: str | None = param(
+        help="ranks sentences (mean pooling, never trained); null: the base model"
+    )
+    eta: float = param(min=-1.0, max=1.0, help="word similarity that masks a word (Eq. 3)")
+    max_mask: float = param(min=0.0, max=1.0, help="at most this share of its words")
+    max_docs: int | None = param(min=1, help="the first N titled documents; null = all")
+
+
+class Params(RunWide):
+    """What stage ebsim_retrieve reads of params.yaml: the run-wide keys and these."""
+
+    ebsim_retrieve: EbsimRetrieve
+    train_contrastive: OtherSection  # its base_model: the retriever when `retriever` is null
+
+    @classmethod
+    def check(cls, values: dict) -> None:
+        """Each ebsim method trains on a ranking this stage writes."""
+        for name, entry in values["train_contrastive"].get("methods", {}).items():
+            if entry.get("loss") == "ebsim":
+                _check_ebsim_input(name, entry["input"], values["ebsim_retrieve"]["corpora"])
+
+
+def _check_ebsim_input(name: str, path: str, corpora: dict[str, str]) -> None:
+    """An ebsim method trains on a ranking that stage ebsim_retrieve writes
+    (data/ebsim/<corpus>.parquet); without its corpus there, no stage would write it."""
+    writes = [f"{EBSIM_RANKINGS}{key}.parquet" for key in corpora]
+    if path not in writes:
+        what = ", ".join(writes) or "none: ebsim_retrieve.corpora is empty"
+        raise ParamsError(
+            f"'train_contrastive.methods.{name}.input': {path} is no ranking that stage "
+            f"ebsim_retrieve writes (it writes: {what}); name the titled corpus in "
+            "ebsim_retrieve.corpora"
+        )
+
 
 log = logging.getLogger(__name__)
 
@@ -134,3 +183,36 @@ def rank_documents(
         masked = masked_words(retriever, title.split(), words, eta, max_mask)
         rows.append((str(g["doc_id"].iloc[0]), title, [texts[i] for i in order], masked))
     return pd.DataFrame(rows, columns=schemas.EBSIM_RANKING.names)
+
+
+# dvc.yaml's metrics (paracl.core.key_figures): documents ranked
+KEY_FIGURES = ("documents",)
+
+
+def main(params: dict) -> None:
+    paths = args("name", "corpus", "ranking", "metrics")
+    cfg = params["ebsim_retrieve"]
+    if cfg["corpora"].get(paths.name) != paths.corpus:
+        raise ParamsError(
+            f"ebsim_retrieve.corpora.{paths.name} is {cfg['corpora'].get(paths.name)!r}, "
+            f"not the {paths.corpus} this command reads: rerun `dvc repro`"
+        )
+    retriever_id = cfg["retriever"] or params["train_contrastive"]["base_model"]
+    retriever = load_retriever(retriever_id, select_device(params["device"]))
+    start = time.perf_counter()
+    ranking = rank_documents(
+        read_parquet(paths.corpus), retriever, cfg["eta"], cfg["max_mask"], cfg["max_docs"],
+        paths.corpus,
+    )  # fmt: skip
+    write_parquet(ranking, paths.ranking, schemas.EBSIM_RANKING)
+    metrics = {
+        "corpus": paths.corpus,
+        "retriever": retriever_id,
+        "documents": len(ranking),
+        "texts_embedded": int(len(ranking) + ranking["ranked"].map(len).sum()),
+        "structure_level": int(ranking["masked"].notna().sum()),  # documents with a mask
+    }
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)
+    logging.getLogger("ebsim_retrieve").info(
+        "%s: %d documents ranked in %.1f s", paths.name, len(ranking), time.perf_counter() - start
+    )

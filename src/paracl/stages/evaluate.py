@@ -13,14 +13,19 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
-from paracl.core.device import precision_record
+from paracl.core.device import precision_record, select_device
+from paracl.core.io import write_json
 from paracl.core.languages import profile
+from paracl.core.params import RunWide, Section, param
+from paracl.core.stage import args
 from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
+from paracl.parts.evaluation import tasks
 from paracl.parts.evaluation.jcse_readers import read_qabot
-from paracl.parts.evaluation.job_result import job_result
+from paracl.parts.evaluation.job_result import check_inputs, job_result
 from paracl.parts.evaluation.paraphrase_id import evaluate_pi
 from paracl.parts.evaluation.pi_classes import paper_mean
 from paracl.parts.evaluation.retrieval import MAX_LENGTH, TITLES, evaluate_qabot
@@ -36,6 +41,68 @@ from paracl.parts.evaluation.tasks import (  # the job registry lives with the t
     load_task_for,
 )
 from paracl.parts.evaluation.unsup_sts import evaluate_unsup_sts, jacsts_sets, sts_sets
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+def job_names() -> tuple[str, ...]:
+    """The evaluation jobs (paracl.parts.evaluation.tasks.JOBS): a task's name."""
+    return tasks.JOBS
+
+
+class Evaluate(Section):
+    # the encoders evaluated are the keys of train_contrastive.methods
+    tasks: list[str] = param(
+        help="embedding jobs of every run: unsup_sts_<lang>, pi_<lang>, jacsts, qabot",
+        names=job_names,
+    )
+    finetune_tasks: list[str] = param(
+        help="fine-tuning tasks of finetune_methods' runs (stage evaluate_finetune)",
+        names=job_names,
+    )  # fmt: skip
+    finetune_methods: list[str] | None = param(
+        help="methods whose runs get finetune_tasks; null = every method"
+    )
+    finetune_runs: list[str] = param(help="their runs, written by `paracl expand`")
+    raw_dir: str
+    seeds: list[int] = param(min=0, help="fine-tuning seeds")
+    baseline_seeds: list[int] | None = param(
+        min=0, help="fine-tuning seeds of a run that trains nothing (loss none); null = seeds"
+    )
+    epochs: int | None = param(min=1, help="null: each task's paper value")
+    lr: float | None = param(min=0.0, max=1.0, help="null: paper value")
+    batch_size: int | None = param(min=1, help="null: paper value")
+    patience: int = param(min=1, help="early stop after N epochs without dev gain")
+    max_train: int | None = param(min=1, help="seeded train sample; null = all")
+    max_dev: int | None = param(min=1, help="seeded dev sample; null = all")
+    max_test: int | None = param(min=1, help="fine-tuning: seeded test sample; null = all")
+    train_layers: int | None = param(
+        min=1, help="fine-tuning: the top N layers (+ head) train; null = every layer"
+    )
+    length_grouping: bool = param(
+        help="fine-tuning: batches of similar token length; false = random (papers)"
+    )
+    mini_batch_size: int | None = param(
+        min=1, help="fine-tuning: rows per forward, length-sorted; same gradient; null = all"
+    )
+    finetune_head: Literal["pooled", "last_token"] = param(
+        help="a causal LM's task head: on the last token, or on its sentence embedding",
+    )
+    max_eval_pairs: int | None = param(min=1, help="unsup/PI cap; null = all")
+    max_seq_length: int = param(min=8, max=4096)
+    encode_batch_size: int = param(min=1)
+    missing_splits: Literal["resplit", "fail"] = param(
+        help="a paper split file absent: re-split what exists, or stop"
+    )
+    dev_fraction: float = param(min=0.01, max=0.5, help="dev carved from train (and re-splits)")
+    test_fraction: float = param(min=0.01, max=0.5, help="re-split of a single split: test share")
+
+
+class Params(RunWide):
+    """What stage evaluate reads of params.yaml: the run-wide keys and these."""
+
+    evaluate: Evaluate
+
 
 log = logging.getLogger(__name__)
 
@@ -161,3 +228,14 @@ def _pi_xling(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -
     pairs = {EN: out["test_pairs"], **{k: v["pairs"] for k, v in out["eval_sets"].items()}}
     return {**out, "breakdown": sets, "score": paper_mean(sets, pairs), "score_std": 0.0,
             "split_note": note}  # fmt: skip
+
+
+def main(params: dict) -> None:
+    paths = args("run", "task", "encoder", "train_metrics", "out")
+    cfg = {**params["evaluate"], "precision": params["precision"]}  # encoding's autocast
+    check_inputs("evaluate.tasks", paths.task, paths.encoder, paths.train_metrics, cfg["raw_dir"])
+    device = select_device(params["device"])
+    result = run_job(
+        paths.run, paths.task, paths.encoder, cfg, params["seed"], device, paths.train_metrics
+    )
+    write_json(result, paths.out)

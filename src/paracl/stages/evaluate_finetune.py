@@ -12,11 +12,77 @@ from __future__ import annotations
 from pathlib import Path
 
 from paracl.core.configs import from_section
-from paracl.core.io import read_json
-from paracl.parts.evaluation.job_result import job_result
+from paracl.core.device import select_device
+from paracl.core.errors import ParamsError
+from paracl.core.io import read_json, write_json
+from paracl.core.params import OtherSection, RunWide
+from paracl.core.stage import args
+from paracl.parts.evaluation import tasks
+from paracl.parts.evaluation.job_result import check_inputs, job_result
 from paracl.parts.evaluation.sample import sample_rows
 from paracl.parts.evaluation.tasks import FINETUNE_JOBS, TaskData, get_task, load_task_for
 from paracl.parts.finetune.tuning import FinetuneConfig, finetune_task
+from paracl.parts.runs import EXPAND, expand_runs
+from paracl.stages.evaluate import Evaluate
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class Params(RunWide):
+    """What stage evaluate_finetune reads of params.yaml: the run-wide keys and these."""
+
+    evaluate: Evaluate
+    train_contrastive: OtherSection  # its methods and seeds, for finetune_runs
+
+    @classmethod
+    def check(cls, values: dict) -> None:
+        check_finetune_runs(values)
+
+
+def finetune_runs(values: dict) -> list[str]:
+    """evaluate.finetune_runs as `paracl expand` writes it: the runs of the methods in
+    evaluate.finetune_methods (every seed; null: every method), which alone get
+    evaluate.finetune_tasks.
+
+    Why a list in params.yaml: DVC's matrix crosses whole lists; it cannot pick the runs
+    of some methods, so the evaluate_finetune stage reads this one."""
+    ev, tc = values["evaluate"], values["train_contrastive"]
+    _check_job_kinds(ev)
+    methods = ev["finetune_methods"]
+    methods = list(tc["methods"]) if methods is None else methods
+    unknown = [m for m in methods if m not in tc["methods"]]
+    if unknown:
+        raise ParamsError(
+            f"'evaluate.finetune_methods': {unknown[0]!r} is not a method of "
+            f"train_contrastive.methods (known: {', '.join(tc['methods'])})"
+        )
+    return [run for run, r in expand_runs(tc).items() if r["method"] in methods]
+
+
+def _check_job_kinds(ev: dict) -> None:
+    """evaluate.tasks holds embedding jobs, evaluate.finetune_tasks fine-tuning tasks: two
+    stages, so that a fine-tuning setting reruns no embedding score."""
+    for i, name in enumerate(ev["tasks"]):
+        if name in tasks.FINETUNE_JOBS:
+            raise ParamsError(
+                f"'evaluate.tasks[{i}]': {name!r} is a fine-tuning task: list it in "
+                "evaluate.finetune_tasks (finetune_methods: null runs it for every method)"
+            )
+    for i, name in enumerate(ev["finetune_tasks"]):
+        if name in tasks.EMBEDDING_JOBS:
+            raise ParamsError(
+                f"'evaluate.finetune_tasks[{i}]': {name!r} is an embedding job, not a "
+                "fine-tuning task: list it in evaluate.tasks"
+            )
+
+
+def check_finetune_runs(values: dict) -> None:
+    """A stale evaluate.finetune_runs would fine-tune other runs than the methods say."""
+    if values["evaluate"]["finetune_runs"] != finetune_runs(values):
+        raise ParamsError(
+            "'evaluate.finetune_runs' is out of date with evaluate.finetune_methods and "
+            f"train_contrastive.runs: run `{EXPAND}` to rewrite it"
+        )
 
 
 def run_finetune_job(
@@ -99,3 +165,16 @@ def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[
         "paper_hyperparameters": {**paper, "source": t.hp_source},
         "split_note": note,
     }
+
+
+def main(params: dict) -> None:
+    paths = args("run", "task", "encoder", "train_metrics", "out")
+    cfg = {**params["evaluate"], "precision": params["precision"]}  # fine-tuning's autocast
+    check_inputs(
+        "evaluate.finetune_tasks", paths.task, paths.encoder, paths.train_metrics, cfg["raw_dir"]
+    )
+    device = select_device(params["device"])
+    result = run_finetune_job(
+        paths.run, paths.task, paths.encoder, cfg, params["seed"], device, paths.train_metrics
+    )
+    write_json(result, paths.out)

@@ -23,7 +23,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from paracl.core.io import atomic_dir, atomic_path
+from paracl.core.io import atomic_dir, atomic_path, write_json
+from paracl.core.params import RunWide, Section
+from paracl.core.stage import args
 from paracl.parts.sources.archives import unpack
 from paracl.parts.sources.download import Unreachable, download
 from paracl.parts.sources.registry import (
@@ -34,6 +36,22 @@ from paracl.parts.sources.registry import (
     select,
     verify,
 )
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class Fetch(Section):
+    sources: list[str]
+    mirror: str | None
+    # sources whose registry files have no published checksum, used anyway (paracl.stages.fetch)
+    allow_unverified: list[str] | None
+
+
+class Params(RunWide):
+    """What stage fetch reads of params.yaml: the run-wide keys and these."""
+
+    fetch: Fetch
+
 
 __all__ = [
     "REGISTRY",
@@ -195,3 +213,11 @@ def _metrics(entries: list[SourceFile], plan: dict, records: dict) -> dict:
         "bytes": sum(r["bytes"] for r in records.values()),
         "sources": per_source,
     }
+
+
+def main(params: dict) -> None:
+    paths = args("raw", "metrics")
+    cfg = params["fetch"]
+    mirror = resolve_mirror(cfg["mirror"])
+    metrics = fetch(cfg["sources"], paths.raw, mirror, cfg.get("allow_unverified") or [])
+    write_json(metrics, paths.metrics)

@@ -14,6 +14,7 @@ uses paracl.parts.paraphraser, does not depend on the sharding code.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +25,41 @@ import pandas as pd
 import torch
 
 from paracl.core import schemas
+from paracl.core.device import seed_everything
 from paracl.core.distributed.sharded import CountedShards, Engine, Shard, map_shards, stream_shards
-from paracl.core.io import fingerprint, input_checksum
-from paracl.core.params import RunSettings
+from paracl.core.io import check_parquet, fingerprint, input_checksum, read_json
+from paracl.core.key_figures import write_metrics
+from paracl.core.models import check_model_dir
+from paracl.core.params import RunSettings, RunWide, Section, param
 from paracl.core.sampling import iter_sample
+from paracl.core.stage import args
+from paracl.parts import paraphraser
 from paracl.parts.paraphraser import decoding, generate
+from paracl.parts.tags import adherence as tag_adherence
+from paracl.parts.tags import heatmap, tagging
+from paracl.stages import generate_paraphrases as generation
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class GenerateParaphrases(Section):
+    tags: list[str]
+    num_beams: int = param(min=1)
+    min_ratio: float = param(min=0.0)
+    max_ratio: float = param(min=0.0)
+    heatmap_min_words: int = param(min=0, help="shorter outputs are left out of heatmaps")
+    max_sentences: int | None = param(min=1)
+    batch_size: int = param(min=1)
+    max_length: int = param(min=8)
+    shard_size: int = param(min=1, help="sentences per resumable shard")
+    baseline: bool = param(help="also generate untagged (Figure 3's baseline)")
+    threads: int | None = param(min=1, max=256, help="torch CPU threads per worker")
+
+
+class Params(RunWide):
+    """What stage generate_paraphrases reads of params.yaml: the run-wide keys and these."""
+
+    generate_paraphrases: GenerateParaphrases
 
 
 def settings(cfg: dict) -> dict:
@@ -158,3 +189,66 @@ class GenerateJob:
                 )
             )
         return pd.concat(rows, ignore_index=True)
+
+
+log = logging.getLogger("generate_paraphrases")
+
+
+# dvc.yaml's metrics (paracl.core.key_figures): paraphrases generated
+KEY_FIGURES = ("n_generated",)
+
+
+def main(params: dict) -> None:
+    paths = args(
+        "corpus", "model", "scorer", "out", "baseline", "metrics", "heatmap_dir", "heatmap_png"
+    )
+    cfg, lang, seed = params["generate_paraphrases"], params["lang"], params["seed"]
+    requested = [tagging.parse_tags(t) for t in cfg["tags"]]
+    generation.settings(cfg)  # a bad length window fails before any work
+    seed_everything(seed)
+    # every input checked first (the corpus too: an untrained paraphraser never reads it)
+    check_parquet(paths.corpus, schemas.CORPUS)
+    info = read_json(check_model_dir(paths.model) / paraphraser.INFO_FILE)
+    check_model_dir(paths.scorer)
+    if not info["trained"]:
+        log.warning(
+            "the paraphraser was not trained (%d training pairs): writing an empty %s",
+            info["n_train"],
+            paths.out,
+        )
+    tags = [s + b for s, b in requested]
+    settings, engine = RunSettings.of(params), Engine.from_params(params)
+    manifest, n_sentences = generation.generate_sharded(
+        paths.corpus, paths.model, paths.scorer, paths.out, cfg, settings, engine, info, tags
+    )
+    base, _ = generation.generate_sharded(
+        paths.corpus,
+        paths.model,
+        paths.scorer,
+        paths.baseline,
+        cfg,
+        settings,
+        engine,
+        info,
+        [tag_adherence.BASELINE],
+        enabled=cfg["baseline"],
+    )
+    per_tag, panels = tag_adherence.measure(
+        paths.out, requested, lang, cfg["heatmap_min_words"], paths.baseline
+    )
+    heatmap.write_csv_dir(panels, paths.heatmap_dir)
+    heatmap.write_png(panels, paths.heatmap_png)
+    metrics = {
+        "paraphraser": info,
+        "model": info.get("base_model", {}).get("id"),
+        "stand_in": bool(info["stand_in"]),
+        "paper_model": bool(info.get("paper_model", False)),
+        "baseline": "the same paraphraser prompted with no tags" if base["rows"] else None,
+        "n_sentences": n_sentences,
+        "n_generated": manifest["rows"],
+        "n_baseline": base["rows"],
+        "n_shards": len(manifest["shards"]),
+        "per_tag": per_tag,
+    }
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)
+    log.info("%d paraphrases for %d tag pairs", manifest["rows"], len(requested))

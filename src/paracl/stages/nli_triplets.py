@@ -25,13 +25,38 @@ import logging
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
 from paracl.core.errors import ParamsError
 from paracl.core.key_figures import write_metrics
+from paracl.core.params import RunWide, Section, param
 from paracl.core.stage import args
 from paracl.parts import nli
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class NliTriplets(Section):
+    """The offline English NLI triplets for supervised SimCSE: data/nli/sick.parquet,
+    minus every triplet sharing a sentence with an `exclude_sts` set."""
+
+    source: Literal["sick"] = param(help="the NLI set under data/raw (offline: sick only)")
+    splits: list[Literal["TRAIN", "TRIAL", "TEST"]] = param(help="SICK splits read")
+    exclude_sts: list[
+        Literal["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
+    ] = param(help="STS sets whose sentences no kept triplet contains; [] = none")
+    match: Literal["folded", "stripped"] = param(
+        help="sentence comparison: folded (lower case, no punctuation) or stripped only"
+    )
+
+
+class Params(RunWide):
+    """What stage nli_triplets reads of params.yaml: the run-wide keys and these."""
+
+    nli_triplets: NliTriplets
+
 
 log = logging.getLogger("nli_triplets")
 

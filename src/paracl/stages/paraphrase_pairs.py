@@ -4,7 +4,7 @@ The round-trip paper augments labelled pairs, not only raw sentences (§5.3: NLI
 positive and negative, doubling the corpus; §5.5: sentence A and/or B; §6: MNLI for
 STILTs). Any Parquet of sentence pairs or triplets is one job of `paraphrase_pairs.jobs`:
 its `columns` paraphrased `by` the greedy round trip (the paper's baseline: the
-translators of paracl.stages.roundtrip, which the stage script passes in) or the trained
+translators of paracl.stages.roundtrip) or the trained
 paraphraser at a tag cell (`SIM95_BLEU20` asks for `<SIM95><BLEU20>`,
 paracl.parts.paraphraser). DVC caches each
 job's output, so a (dataset, columns, tag) is paraphrased once for every method that
@@ -36,8 +36,34 @@ import pyarrow.parquet as pq
 from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_json, read_parquet, write_parquet
 from paracl.core.key_figures import write_metrics
-from paracl.core.params import RunSettings
+from paracl.core.params import OtherSection, RunSettings, RunWide, Section, param
 from paracl.core.stage import args
+from paracl.stages import roundtrip
+from paracl.stages.roundtrip import Roundtrip
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class ParaphrasePairs(Section):
+    """The round-trip paper's augmentation of labelled pairs (§5.3, §5.5, §6): one stage
+    per job (paraphrase_pairs@NAME writes data/paraphrased/NAME.parquet). The round trip
+    reads roundtrip's translators, a tag cell generate_paraphrases' decoding keys."""
+
+    class Job(Section):
+        input: str = param(help="a Parquet of sentence pairs or triplets (its DVC dep)")
+        columns: list[str] = param(help="the text columns paraphrased, e.g. [anchor, positive]")
+        by: str = param(help="roundtrip_greedy, or a tag cell SIMxx_BLEUyy (e.g. SIM95_BLEU0_5)")
+
+    jobs: dict[str, Job] = param(help="job name -> its entry; {} = none")
+
+
+class Params(RunWide):
+    """What stage paraphrase_pairs reads of params.yaml: the run-wide keys and these."""
+
+    generate_paraphrases: OtherSection  # its decoding keys, for a tag cell
+    paraphrase_pairs: ParaphrasePairs
+    roundtrip: Roundtrip
+
 
 log = logging.getLogger("paraphrase_pairs")
 
@@ -212,11 +238,11 @@ def filled_cells(frame: pd.DataFrame, columns: Sequence[str]) -> int:
     return sum(isinstance(t, str) and bool(t) for c in columns for t in frame[c])
 
 
-def main(params: dict, translate: ModuleType) -> None:
+def main(params: dict) -> None:
     """paraphrase_pairs@JOB: the job's input, its columns paraphrased, into OUT; METRICS
     beside. PARAPHRASER is the trained paraphraser's directory (read for a tag cell only).
-    `translate` is paracl.stages.roundtrip, which the stage script passes in: a stage
-    module imports no other (tests/core/test_layers.py), and the translators live there."""
+    The round trip is roundtrip's translators (paracl.stages.roundtrip, whose section this
+    stage reads)."""
     from paracl.core.device import seed_everything
 
     paths = args("job", "paraphraser", "out", "metrics")
@@ -230,7 +256,7 @@ def main(params: dict, translate: ModuleType) -> None:
     schema = output_schema(job.input, job.columns, where)
     seed_everything(run.seed)
     texts = unique_sentences(frame, job.columns)
-    outputs, made_by = paraphrase(job, texts, paths.paraphraser, params, run, translate)
+    outputs, made_by = paraphrase(job, texts, paths.paraphraser, params, run, roundtrip)
     mapping = dict(zip(texts, outputs, strict=True))
     record = {
         "job": job.name,

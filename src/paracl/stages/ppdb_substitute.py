@@ -36,6 +36,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 import pandas as pd
 
@@ -48,9 +49,38 @@ from paracl.core.distributed.sharded import (
     parquet_shards,
 )
 from paracl.core.errors import InputError
-from paracl.core.io import fingerprint, input_checksum, iter_parts
+from paracl.core.io import fingerprint, input_checksum, iter_parts, write_parquet
+from paracl.core.key_figures import write_metrics
 from paracl.core.languages import profile
+from paracl.core.params import Lang, RunWide, Section, param
+from paracl.core.stage import args
 from paracl.parts.ppdb_rules import DictionaryError, read_dictionary
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class PpdbSubstitute(Section):
+    class Dictionary(Section):
+        # format: see paracl.parts.ppdb_rules (ppdb2/ehimer = the paper's files)
+        format: Literal["ppdb2", "ehimer", "tsv", "ppdb-sample", "sudachi"] = param(
+            help="the dictionary's line format and where p(d|s) comes from (ppdb2, ehimer: "
+            "the papers' files; tsv: source, target, prob; ppdb-sample, sudachi: stand-ins)"
+        )
+        path: str = param(help="the dictionary file (a DVC dep)")
+
+    dictionary: dict[Lang, Dictionary]
+    max_phrase_words: dict[Lang, int] = param(min=1, max=20)
+    max_substitutions: int = param(min=1, max=4, help="rules combined per candidate")
+    max_candidates: int = param(min=1, help="candidates kept per sentence")
+    shard_size: int = param(min=1, help="corpus sentences per shard")
+
+
+class Params(RunWide):
+    """What stage ppdb_substitute reads of params.yaml: the run-wide keys and these."""
+
+    theta: float = param(min=0.0, max=1.0, help="keep paraphrase rules with p(d|s) >= theta")
+    ppdb_substitute: PpdbSubstitute
+
 
 log = logging.getLogger(__name__)
 
@@ -463,3 +493,21 @@ def _counts(
         "candidates": int(n_cands),
         "candidates_per_matched_sentence": round(n_cands / matched, 4) if matched else 0.0,
     }
+
+
+# dvc.yaml's metrics (paracl.core.key_figures): rules kept at θ, candidates made
+KEY_FIGURES = ("rules_kept_theta", "candidates")
+
+
+def main(params: dict) -> None:
+    paths = args("corpus", "rules", "candidates", "metrics")
+    done = substitute_corpus(
+        paths.corpus,
+        paths.candidates,
+        params["ppdb_substitute"],
+        params["lang"],
+        params["theta"],
+        Engine.from_params(params),
+    )
+    write_parquet(done.rules, paths.rules, schemas.PPDB_RULES, metadata=done.metadata)
+    write_metrics(done.metrics, paths.metrics, KEY_FIGURES)

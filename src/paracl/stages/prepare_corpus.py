@@ -9,10 +9,42 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import Literal
 
 from paracl.core.distributed.sharded import Engine
-from paracl.core.params import ParamsError, RunSettings
+from paracl.core.key_figures import write_metrics
+from paracl.core.params import Lang, ParamsError, RunSettings, RunWide, Section, param
+from paracl.core.stage import args
 from paracl.parts.corpus.pipeline import CorpusConfig, prepare_resumable
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class PrepareCorpus(Section):
+    class CorpusInput(Section):
+        source: str = param(
+            help="a file or folder of the raw corpus: a fetched one (data/raw/...) or your own "
+            "text file, hashed by DVC as a dep"
+        )
+        format: Literal["text", "wiki40b", "jaquad"] = param(
+            help="its reader: text = one sentence or paragraph a line (.txt); wiki40b = "
+            "Wiki-40B's marker format (.txt or Parquet); jaquad = JaQuAD's JSON contexts"
+        )
+
+    input: dict[Lang, CorpusInput]
+    min_words: int = param(min=1, help="keep sentences with more than this many words")
+    max_words: int = param(min=2, help="keep sentences with fewer than this many words")
+    langdetect_threshold: float = param(min=0.0, max=1.0)
+    max_sentences: int | None = param(min=1)
+    workers: int = param(min=1, max=256)
+    shard_size: int = param(min=1)
+
+
+class Params(RunWide):
+    """What stage prepare_corpus reads of params.yaml: the run-wide keys and these."""
+
+    prepare_corpus: PrepareCorpus
+
 
 log = logging.getLogger("prepare_corpus")
 
@@ -51,3 +83,15 @@ def build_corpus(section: dict, run: RunSettings, engine: Engine, out: str) -> d
         engine.executor,
     )
     return metrics
+
+
+# dvc.yaml's metrics (paracl.core.key_figures): sentences kept
+KEY_FIGURES = ("kept",)
+
+
+def main(params: dict) -> None:
+    paths = args("corpus", "metrics")
+    settings, engine = RunSettings.of(params), Engine.from_params(params)
+    check_source(params["prepare_corpus"]["input"][settings.lang]["source"], settings.lang)
+    metrics = build_corpus(params["prepare_corpus"], settings, engine, paths.corpus)
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)

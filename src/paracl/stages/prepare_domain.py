@@ -23,9 +23,28 @@ from paracl.core import schemas
 from paracl.core.distributed.sharded import Engine
 from paracl.core.errors import InputError
 from paracl.core.io import atomic_path, iter_batches, row_count
-from paracl.core.params import ParamsError, RunSettings
+from paracl.core.key_figures import write_metrics
+from paracl.core.params import ParamsError, RunSettings, RunWide, Section, param
+from paracl.core.stage import args
 from paracl.parts.corpus.pipeline import CorpusConfig, prepare_resumable
 from paracl.parts.corpus.readers import input_files
+from paracl.stages.prepare_corpus import PrepareCorpus
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class PrepareDomain(Section):
+    # name -> input, as prepare_corpus.input (data/corpus/<name>.parquet, <name>_mix.parquet)
+    corpora: dict[str, PrepareCorpus.CorpusInput] = param(help="target-domain corpora")
+    max_sentences: int | None = param(min=1, help="sentences kept per corpus; null = all")
+
+
+class Params(RunWide):
+    """What stage prepare_domain reads of params.yaml: the run-wide keys and these."""
+
+    prepare_corpus: PrepareCorpus
+    prepare_domain: PrepareDomain
+
 
 log = logging.getLogger("prepare_domain")
 
@@ -73,3 +92,17 @@ def build_domain(
     metrics["mix"] = write_mix(main, out, mix)
     log.info("%s: %d sentences; mix %s", name, metrics["kept"], metrics["mix"])
     return metrics
+
+
+# dvc.yaml's metrics (paracl.core.key_figures): domain sentences kept
+KEY_FIGURES = ("kept",)
+
+
+def main(params: dict) -> None:
+    paths = args("name", "main", "corpus", "mix", "metrics")
+    settings, engine = RunSettings.of(params), Engine.from_params(params)
+    metrics = build_domain(
+        params["prepare_domain"], params["prepare_corpus"], settings, engine,
+        paths.name, paths.main, paths.corpus, paths.mix,
+    )  # fmt: skip
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)

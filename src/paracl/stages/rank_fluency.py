@@ -50,9 +50,29 @@ from paracl.core.distributed.sharded import (
     map_shards,
     prepend,
 )
-from paracl.core.io import fingerprint, input_checksum, iter_batches, iter_parts
-from paracl.core.models import ResolvedModel, check_model_dir
-from paracl.core.params import RunSettings
+from paracl.core.io import fingerprint, input_checksum, iter_batches, iter_parts, read_metadata
+from paracl.core.key_figures import write_metrics
+from paracl.core.models import ResolvedModel, check_model_dir, resolve_model
+from paracl.core.params import Lang, RunSettings, RunWide, Section, param
+from paracl.core.stage import args
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class RankFluency(Section):
+    model: dict[Lang, str]
+    batch_size: int = param(min=1)
+    # padded tokens per batch: bounds the logits' memory
+    max_batch_tokens: dict[Lang, int] = param(min=8)
+    max_sentences: int | None = param(min=1, help="sentences scored; null = all")
+    shard_size: int = param(min=1, help="candidates per shard, whole sentences")
+
+
+class Params(RunWide):
+    """What stage rank_fluency reads of params.yaml: the run-wide keys and these."""
+
+    rank_fluency: RankFluency
+
 
 log = logging.getLogger(__name__)
 
@@ -335,3 +355,20 @@ def _metrics(
         "shards": len(manifest["shards"]),
         "notes": notes,
     }
+
+
+# dvc.yaml's metrics (paracl.core.key_figures): training pairs made
+KEY_FIGURES = ("pairs",)
+
+
+def main(params: dict) -> None:
+    paths = args("candidates", "rules", "pairs", "metrics")
+    upstream = read_metadata(paths.candidates)
+    substituted = read_metadata(paths.rules).get("metrics", {})
+    cfg, settings = params["rank_fluency"], RunSettings.of(params)
+    model = resolve_model(cfg["model"][settings.lang])
+    metrics = rank_candidates(
+        paths.candidates, paths.pairs, model, cfg, settings, Engine.from_params(params),
+        upstream, substituted,
+    )  # fmt: skip
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)

@@ -35,19 +35,56 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 import torch
 
 from paracl.core import languages, schemas
-from paracl.core.device import DEFAULT_PRECISION, autocast
+from paracl.core.device import DEFAULT_PRECISION, autocast, seed_everything, select_device
 from paracl.core.distributed.sharded import CountedShards, Engine, Shard, map_shards, stream_shards
 from paracl.core.io import fingerprint, input_checksum
-from paracl.core.params import ParamsError, RunSettings
+from paracl.core.key_figures import write_metrics
+from paracl.core.params import Lang, ParamsError, RunSettings, RunWide, Section, param
 from paracl.core.sampling import iter_sample
+from paracl.core.stage import args
+from paracl.stages import roundtrip as translate
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class Roundtrip(Section):
+    forward_model: str = param(help="hub id, local dir, or tiny-random:<arch> stand-in")
+    backward_model: str
+    src_lang_code: str | None = param(help="NLLB/M2M source code, e.g. eng_Latn")
+    pivot_lang_code: str | None = param(help="NLLB/M2M pivot code, e.g. deu_Latn")
+    pivot: dict[Lang, str] = param(help="prompted causal LM: pivot language per corpus language")
+    mode: Literal["sample", "greedy"]
+    top_k: list[int] = param(min=1)
+    temperature: list[float] = param(min=0.01)
+    num_beams: int = param(min=1)
+    max_sentences: int | None = param(min=1)
+    batch_size: int = param(min=1)
+    shard_size: int = param(min=1)
+    max_new_tokens: int = param(min=1)
+    length_ratio: float = param(min=0.1)
+
+
+class RoundtripBaselines(Section):
+    decodings: list[Literal["greedy"]] = param(help="roundtrip's sample decoded again: greedy")
+
+
+class Params(RunWide):
+    """What stage roundtrip reads of params.yaml: the run-wide keys and these."""
+
+    roundtrip: Roundtrip
+    roundtrip_baselines: RoundtripBaselines
+
 
 log = logging.getLogger(__name__)
 
@@ -484,3 +521,53 @@ class RoundTripJob:
             self.seed,
             **self.decode,
         )
+
+
+log = logging.getLogger("roundtrip")
+
+
+# dvc.yaml's metrics (paracl.core.key_figures): candidates made
+KEY_FIGURES = ("n_candidates",)
+
+
+def main(params: dict) -> None:
+    names = ("corpus", "candidates", "metrics") + (("mode",) if len(sys.argv) == 5 else ())
+    paths = args(*names)
+    mode = getattr(paths, "mode", params["roundtrip"]["mode"])
+    if mode not in ("sample", "greedy"):
+        raise ParamsError(f"stages/roundtrip.py: MODE must be sample or greedy, got {mode!r}")
+    cfg, run_settings = {**params["roundtrip"], "mode": mode}, RunSettings.of(params)
+    seed_everything(run_settings.seed)
+    settings = translate.decoding_settings(cfg)
+    device = select_device(run_settings.device)
+    models = {
+        "forward_model": translate.describe(cfg["forward_model"], 0, device),
+        "backward_model": translate.describe(cfg["backward_model"], 1, device),
+    }
+    # the paper's models (§4.1); anything else is a deviation, named in every metrics file
+    models["paper_model"] = (cfg["forward_model"], cfg["backward_model"]) == translate.PAPER_MODELS
+    started = time.perf_counter()
+    manifest, n_sentences = translate.round_trip_sharded(
+        paths.corpus, paths.candidates, cfg, run_settings, Engine.from_params(params), models
+    )
+    seconds = time.perf_counter() - started
+    stand_in = models["forward_model"]["stand_in"] or models["backward_model"]["stand_in"]
+    write_metrics(
+        {
+            **models,
+            "stand_in": stand_in,
+            "mode": cfg["mode"],
+            "settings": [s.name for s in settings],
+            "n_sentences": n_sentences,
+            "n_candidates": manifest["rows"],
+            "candidates_per_sentence": len(settings) ** 2,
+            "n_shards": len(manifest["shards"]),
+            "device": device.type,
+        },
+        paths.metrics,
+        KEY_FIGURES,
+    )
+    note = " (STAND-IN model: outputs are noise)" if stand_in else ""
+    log.info(
+        "%d sentences → %d candidates in %.1f s%s", n_sentences, manifest["rows"], seconds, note
+    )

@@ -31,14 +31,33 @@ from __future__ import annotations
 import itertools
 import statistics
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from scipy import stats
 
-from paracl.core.io import read_json
+from paracl.core.io import ArtifactError, atomic_path, read_json, write_json
+from paracl.core.params import OtherSection, RunWide, Section, param
+from paracl.core.stage import args
 from paracl.core.tables import header_cells, markdown_table
 from paracl.parts.evaluation.pi_classes import PI_CLASSES, chance, class_scores, paper_mean
 from paracl.parts.evaluation.tasks import EN, JA, PI_XLING, PI_XLING_SETS, job_info
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class Summary(Section):
+    decimals: int = param(min=0, max=4)
+    avg_over: Literal["finetune", "all"] = param(help="tasks in the Avg. column")
+
+
+class Params(RunWide):
+    """What stage summary reads of params.yaml: the run-wide keys and these."""
+
+    evaluate: OtherSection  # its tasks (the evaluate stage checks it)
+    summary: Summary
+    train_contrastive: OtherSection  # its methods and runs (written by `paracl expand`)
+
 
 GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")
 ALPHA = 0.05  # significance level of the t-test over seeds
@@ -912,3 +931,19 @@ def _effect_cells(effect: dict | None, fmt: str, seeded: bool) -> list[str]:
         else (format_p(effect["p"]) if effect["p"] is not None else "n/a (no spread)")
     )
     return [diff, p]
+
+
+def main(params: dict) -> None:
+    paths = args("eval_dir", "json", "markdown", "scores")
+    runs = params["train_contrastive"]["runs"]  # train_contrastive refuses a stale list
+    ev, cfg = params["evaluate"], params["summary"]
+    tasks = ev["tasks"] + ev["finetune_tasks"]
+    if not Path(paths.eval_dir).is_dir():  # one missing job is an n/a cell; none is an error
+        raise ArtifactError(f"{paths.eval_dir}: not found (did the evaluate stage run?)")
+    only = {t: set(ev["finetune_runs"]) for t in ev["finetune_tasks"]}
+    results = load_results(Path(paths.eval_dir), list(runs), tasks, only)
+    summary = build_summary(results, tasks, cfg["avg_over"], run_groups(runs))
+    write_json(summary, paths.json)
+    write_json(scores(summary), paths.scores)
+    with atomic_path(paths.markdown) as tmp:
+        tmp.write_text(to_markdown(summary, cfg["decimals"]), encoding="utf-8")

@@ -35,11 +35,40 @@ from paracl.core.distributed.sharded import (
     group_shards,
     map_shards,
 )
-from paracl.core.io import fingerprint, input_checksum, iter_batches, iter_parts
+from paracl.core.io import (
+    fingerprint,
+    input_checksum,
+    iter_batches,
+    iter_parts,
+    read_metadata,
+    write_parquet,
+)
+from paracl.core.key_figures import write_metrics
 from paracl.core.models import check_model_dir
-from paracl.core.params import RunSettings
-from paracl.parts.tags import tagging
+from paracl.core.params import RunSettings, RunWide, Section, param
+from paracl.core.stage import args
+from paracl.parts.tags import heatmap, tagging
 from paracl.parts.tags.text import long_enough, strip_symbols
+from paracl.stages import tag as scoring
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class Tag(Section):
+    dev_per_share: int | None = param(min=0)
+    test_per_share: int | None = param(min=0)
+    train_per_share: int | None = param(min=0)
+    batch_size: int = param(min=1)
+    heatmap_min_words: int = param(min=0)
+    heatmap_max_pairs: int = param(min=1)
+    shard_size: int = param(min=1, help="candidates per shard, whole sentences")
+
+
+class Params(RunWide):
+    """What stage tag reads of params.yaml: the run-wide keys and these."""
+
+    tag: Tag
+
 
 log = logging.getLogger(__name__)
 
@@ -263,3 +292,42 @@ def tag_metrics(
         "heatmap_pairs": len(summary.sample),
         "shards": n_shards,
     }
+
+
+log = logging.getLogger("tag")
+
+
+# dvc.yaml's metrics (paracl.core.key_figures): high-quality candidates, training pairs
+KEY_FIGURES = ("n_high_quality", "split_sizes.train")
+
+
+def main(params: dict) -> None:
+    paths = args(
+        "candidates", "scorer", "scored", "tagged", "metrics", "heatmap_csv", "heatmap_png"
+    )
+    cfg, seed = params["tag"], params["seed"]
+    source_meta = read_metadata(paths.candidates)
+    manifest, n_candidates = scoring.score_candidates(
+        paths.candidates, paths.scorer, paths.scored, cfg, RunSettings.of(params),
+        Engine.from_params(params),
+    )  # fmt: skip
+    summary = scoring.summarize_scored(paths.scored, seed, cfg["heatmap_max_pairs"])
+    per_share = {s: cfg[f"{s}_per_share"] for s in tagging.SPLITS}
+    tagged, cells = tagging.balanced_split(summary.good, per_share, seed)
+    source = {k: v for k, v in source_meta.items() if k != "params"}
+    write_parquet(
+        tagged, paths.tagged, schemas.ROUNDTRIP_TAGGED, metadata={"params": cfg, "source": source}
+    )
+    sim, bleu = summary.heatmap_pairs()
+    heatmap.write_csv(heatmap.plot_rows(sim, bleu), paths.heatmap_csv)
+    heatmap.write_png({"round-trip candidates": (sim, bleu)}, paths.heatmap_png)
+    metrics = scoring.tag_metrics(
+        summary, tagged, cells, source_meta, n_candidates, len(manifest["shards"])
+    )
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)
+    log.info(
+        "%d candidates scored; %d high quality; splits %s",
+        metrics["n_scored"],
+        metrics["n_high_quality"],
+        metrics["split_sizes"],
+    )

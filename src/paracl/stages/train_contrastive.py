@@ -17,17 +17,152 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar, Literal
 
-from paracl.core.errors import InputError
+from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import atomic_dir
 from paracl.core.key_figures import write_metrics
 from paracl.core.models import ModelNotFoundError, resolve_model
-from paracl.core.params import RunSettings
+from paracl.core.params import (
+    RunSettings,
+    RunWide,
+    Section,
+    check_value,
+    keys_of,
+    param,
+)
 from paracl.core.plots import png_figure
+from paracl.core.stage import args
+from paracl.parts.losses import LOSSES
+from paracl.parts.runs import EXPAND, expand_runs
 from paracl.parts.training import parallel
 from paracl.parts.training.checkpoint import Checkpoint, TrainingInterrupted, key_on_main, run_key
 from paracl.parts.training.dev import DEV_SETS
-from paracl.parts.training.methods import MethodSpec, train_method
+from paracl.parts.training.methods import (
+    METHOD_SETTINGS,
+    MethodSpec,
+    method_spec,
+    run_config,
+    train_method,
+)
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+def loss_names() -> list[str]:
+    """`none` and the losses of paracl.parts.losses (a method's `loss`)."""
+    return ["none", *LOSSES]
+
+
+class TrainContrastive(Section):
+    class Method(Section):
+        """One entry of train_contrastive.methods. Its other keys are shared training keys it
+        sets for itself (METHOD_SETTINGS, checked as the shared key is) and the loss's own
+        params, checked by paracl.parts.training.methods, which knows each loss."""
+
+        extra_keys: ClassVar[bool] = True
+        input: str = param(help="the artifact it trains on (its DVC dep)")
+        loss: str = param(help="none, or a loss of paracl.parts.losses", names=loss_names)
+        data: str | None = param(None, help="with data: input is the encoder it continues from")
+        seeds: list[int] | None = param(None, min=0, help="one run each; null: shared seeds")
+        tags: str | None = param(None, help="generated paraphrases of this tag pair only")
+        task: str | None = param(
+            None, help="train on this evaluation task's train split (input: its file)"
+        )
+
+    class Run(Section):
+        """One entry of train_contrastive.runs, which `paracl expand` writes (expand_runs)."""
+
+        method: str = param(help="its entry of train_contrastive.methods")
+        seed: int | None = param(min=0, help="null: the top-level seed")
+        input: str = param(help="its DVC dep (a continued run: the same seed's encoder)")
+
+    methods: dict[str, Method] = param(help="method name -> its entry; evaluate scores each")
+    seeds: list[int] | None = param(min=0, help="seeds of a method without its own")
+    runs: dict[str, Run] = param(help="methods x seeds, written by `paracl expand`")
+    base_model: str
+    pooling: Literal["mean", "weighted_mean", "last", "cls", "cls_mlp", "cls_mlp_always"]
+    dropout: float | None = param(
+        min=0.0,
+        max=0.9,
+        help="every dropout rate of the base's config; null = the base's own",
+    )
+    max_seq_length: int = param(min=4, max=4096)
+    batch_size: int = param(min=2, help="pairs per batch = the in-batch negatives pool")
+    length_grouping: bool = param(help="batches of similar length (less padding)")
+    mini_batch_size: int | None = param(min=1, help="GradCache chunk; null = all")
+    processes: int = param(min=1, help="training processes (torchrun)")
+    checkpoint_every: int | None = param(min=1, help="steps between resumable checkpoints")
+    lr: float = param(min=0.0, max=1.0)
+    temperature: float = param(min=1e-4, max=10.0)
+    epochs: int = param(min=1)
+    patience: int = param(min=1, help="early stop after this many epochs w/o dev gain")
+    selection: Literal["sts_dev", "dev_loss", "none"] = param(
+        help="the weights kept: best STS dev, best dev loss, or the last"
+    )
+    sts_dev_every: int | None = param(
+        min=1, help="sts_dev: score every N steps (SimCSE: 125); null: each epoch"
+    )
+    dev_loss_examples: int = param(
+        min=2, help="dev_loss: training examples held out and scored (at most a tenth)"
+    )
+    max_grad_norm: float | None = param(
+        min=0.0, help="clip the gradient norm (SimCSE's HF Trainer: 1.0); null: no clip"
+    )
+    max_examples: int | None = param(min=2)
+    freeze_embeddings: bool
+    train_layers: int | None = param(
+        min=1, help="top layers trained (+ final norm), the rest frozen; null = all"
+    )
+    dev_max_pairs: int | None = param(min=2, help="seeded STS-dev sample")
+    prompt: str | None = param(
+        help="text put before every sentence (training, dev, saved encoder); null: none"
+    )
+
+
+class Params(RunWide):
+    """What stage train_contrastive reads of params.yaml: the run-wide keys and these."""
+
+    train_contrastive: TrainContrastive
+
+    @classmethod
+    def check(cls, values: dict) -> None:
+        check_train_contrastive(values)
+
+
+def method_settings(name: str, entry: dict) -> dict:
+    """The shared keys `train_contrastive.methods.<name>` sets for itself, checked with the
+    shared key's own type and range (one declaration: TrainContrastive's field, or the
+    top-level one for `precision`)."""
+    shared = keys_of(TrainContrastive) | {"precision": keys_of(RunWide)["precision"]}
+    where = f"train_contrastive.methods.{name}."
+    return {
+        key: check_value(entry[key], shared[key][:2], where + key)
+        for key in METHOD_SETTINGS
+        if key in entry
+    }
+
+
+def check_train_contrastive(values: dict) -> None:
+    """Every method's own settings, and train_contrastive.runs as expand_runs writes it:
+    a stale one would make DVC run other runs than the methods say, so it is refused."""
+    tc = values["train_contrastive"]
+    for name, entry in tc["methods"].items():
+        method_settings(name, entry)
+    want, have = expand_runs(tc), tc["runs"]
+    if list(want.items()) != list(have.items()):
+        differs = [n for n in want if have.get(n) != want[n]]
+        extra = [n for n in have if n not in want]
+        what = (
+            f"{differs[0]} {'differs' if differs[0] in have else 'is missing'}"
+            if differs
+            else (f"{extra[0]} is no method's run" if extra else "its order differs")
+        )
+        raise ParamsError(
+            f"'train_contrastive.runs' is out of date with train_contrastive.methods and seeds "
+            f"({what}): run `{EXPAND}` to rewrite it"
+        )
+
 
 log = logging.getLogger(__name__)
 # dvc.yaml's metrics of train_contrastive (paracl.core.key_figures): the best dev score
@@ -175,3 +310,18 @@ def open_live(curves: Path):
             f"{Path.cwd()}: dvclive needs a git repository with at least one commit ({err}); "
             "commit first, e.g. `git add -A && git commit -m init`"
         ) from None
+
+
+def main(params: dict) -> None:
+    paths = args("run", "encoder", "metrics", "curves")
+    cfg = params["train_contrastive"]
+    runs = expand_runs(cfg)  # what params.yaml's runs hold (load_params refuses a stale list)
+    if paths.run not in runs:
+        known = ", ".join(runs)
+        raise ParamsError(f"train_contrastive.runs has no {paths.run!r} (has: {known})")
+    this = runs[paths.run]
+    spec = method_spec(this["method"], cfg["methods"][this["method"]], this)
+    section, settings = run_config(spec, cfg), RunSettings.of(params)
+    run_method(
+        spec, section, settings, Path(paths.encoder), Path(paths.metrics), Path(paths.curves)
+    )

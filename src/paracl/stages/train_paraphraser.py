@@ -11,8 +11,33 @@ from __future__ import annotations
 from paracl.core import schemas
 from paracl.core.device import seed_everything, select_device
 from paracl.core.io import atomic_dir, atomic_path, read_parquet
-from paracl.core.params import RunSettings
+from paracl.core.key_figures import write_metrics
+from paracl.core.params import Lang, RunSettings, RunWide, Section, param
+from paracl.core.stage import args
 from paracl.parts import paraphraser
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class TrainParaphraser(Section):
+    base_model: dict[Lang, str] = param(help="hub id per language (seq2seq or causal LM)")
+    lr: float = param(min=0.0, max=1.0)
+    batch_size: int = param(min=1)
+    max_epochs: int = param(min=1)
+    patience: int = param(min=1)
+    max_length: int = param(min=8)
+    min_train_pairs: int = param(min=1, help="fewer train pairs: saved untrained")
+    max_train_pairs: int | None = param(min=1, help="seeded train sample; null = all")
+    train_layers: int | None = param(min=1, help="top layers trained; null = all")
+    freeze_embeddings: bool = param(help="decoder-only: vocabulary embeddings fixed")
+    train_new_tokens: bool = param(help="with frozen embeddings: tag rows still train")
+    threads: int | None = param(min=1, max=256, help="torch CPU threads")
+
+
+class Params(RunWide):
+    """What stage train_paraphraser reads of params.yaml: the run-wide keys and these."""
+
+    train_paraphraser: TrainParaphraser
 
 
 def train(cfg: dict, run: RunSettings, tagged: str, out: str, loss_csv: str) -> dict:
@@ -30,3 +55,14 @@ def train(cfg: dict, run: RunSettings, tagged: str, out: str, loss_csv: str) -> 
     with atomic_path(loss_csv) as tmp:
         trained.loss_curve().to_csv(tmp, index=False)
     return trained.metrics()
+
+
+# dvc.yaml's metrics (paracl.core.key_figures): the best epoch's dev loss
+KEY_FIGURES = ("best_dev_loss",)
+
+
+def main(params: dict) -> None:
+    paths = args("tagged", "model", "metrics", "loss_csv")
+    cfg, settings = params["train_paraphraser"], RunSettings.of(params)
+    metrics = train(cfg, settings, paths.tagged, paths.model, paths.loss_csv)
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)

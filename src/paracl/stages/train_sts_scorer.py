@@ -9,12 +9,37 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
+from typing import Literal
 
 from paracl.core.device import select_device
 from paracl.core.io import atomic_dir
+from paracl.core.key_figures import write_metrics
+from paracl.core.languages import profile
 from paracl.core.models import resolve_model
-from paracl.core.params import ParamsError, RunSettings
+from paracl.core.params import ParamsError, RunSettings, RunWide, Section, param
+from paracl.core.stage import args
 from paracl.parts import sts_scorer
+
+# -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
+
+
+class TrainStsScorer(Section):
+    kind: Literal["bi_encoder", "cross_encoder"] = param(help="scorer kind; paper: cross_encoder")
+    base_model: str
+    n_seeds: int = param(min=1, max=100)
+    epochs: float = param(min=0.0, help="0: bi_encoder as it is (zero-shot)")
+    batch_size: int = param(min=1)
+    lr: float = param(min=0.0, max=1.0)
+    max_length: int = param(min=8)
+    max_train_pairs: int | None = param(min=1)
+
+
+class Params(RunWide):
+    """What stage train_sts_scorer reads of params.yaml: the run-wide keys and these."""
+
+    train_sts_scorer: TrainStsScorer
+
 
 log = logging.getLogger("train_sts_scorer")
 
@@ -48,3 +73,20 @@ def train_scorer(cfg: dict, run: RunSettings, data: str, out: str) -> dict:
         time.perf_counter() - started,
     )
     return sts_scorer.run_metrics(cfg, lang, base, splits, train, best, test)
+
+
+# dvc.yaml's metrics (paracl.core.key_figures): the best seed's dev score
+KEY_FIGURES = ("dev.spearman",)
+
+
+def main(params: dict) -> None:
+    paths = args("stsb", "jsts", "scorer", "metrics")
+    # dvc.yaml passes every language's set (a dep each): this language's is the folder that
+    # holds its STS dev set (STS-B for English, JGLUE for Japanese)
+    dev = Path(profile(params["lang"]).sts_dev)
+    data = next((d for d in (paths.stsb, paths.jsts) if dev.is_relative_to(d)), None)
+    if data is None:
+        raise ParamsError(f"lang {params['lang']!r}: its STS dev set {dev} is in neither of "
+                          f"the stage's inputs ({paths.stsb}, {paths.jsts}; dvc.yaml)")  # fmt: skip
+    metrics = train_scorer(params["train_sts_scorer"], RunSettings.of(params), data, paths.scorer)
+    write_metrics(metrics, paths.metrics, KEY_FIGURES)

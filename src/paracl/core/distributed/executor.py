@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from paracl.core.params import ParamsError
+from paracl.core.errors import ParamsError
 
 log = logging.getLogger(__name__)
 

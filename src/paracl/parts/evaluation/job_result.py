@@ -13,10 +13,9 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from paracl.core.errors import InputError
+from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_json
 from paracl.core.models import check_model_dir
-from paracl.core.params import ParamsError
 from paracl.parts.encoder.embed import describe_encoder
 from paracl.parts.evaluation.tasks import EMBEDDING_JOBS, FINETUNE_JOBS, TaskUnavailable, job_info
 

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from paracl.core.configs import from_section
-from paracl.core.params import ParamsError
+from paracl.core.errors import ParamsError
 from paracl.parts.filler.causal import CausalFiller, Sampling, drop_reason
 from paracl.parts.filler.chunks import noun_chunk_spans
 from paracl.parts.filler.fills import quality_counts

@@ -21,8 +21,8 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from paracl.core.errors import ParamsError
 from paracl.core.languages import DEFAULT, profile
-from paracl.core.params import ParamsError
 from paracl.parts.tags.text import strip_symbols
 
 SIM_MIN = 70.0  # high quality: SIM > SIM_MIN …

@@ -17,10 +17,9 @@ from typing import Any
 
 from paracl.core.configs import from_section
 from paracl.core.device import precision_record, seed_everything
-from paracl.core.errors import InputError
+from paracl.core.errors import InputError, ParamsError
 from paracl.core.freeze import freeze
 from paracl.core.models import ResolvedModel, resolve_model
-from paracl.core.params import METHOD_SETTINGS, ParamsError, method_settings
 from paracl.parts.encoder.build import (
     build_encoder,
     copy_base,
@@ -70,6 +69,25 @@ PAPERS: dict[str, tuple[str, str]] = {
     "ebsim": ("EBSIM RA + AA triplet losses", EBSIM),
     "ebsim_no_aa": ("EBSIM ablation -AA", EBSIM),
 }
+# Shared training keys a method entry may set for itself (paracl.stages.train_contrastive
+# checks each as the shared key is).
+METHOD_SETTINGS = (
+    "lr",
+    "batch_size",
+    "epochs",
+    "patience",
+    "selection",  # each paper's model selection (paracl.parts.training.selection)
+    "sts_dev_every",
+    "dev_loss_examples",
+    "max_grad_norm",
+    "max_seq_length",
+    "freeze_embeddings",
+    "train_layers",
+    "pooling",
+    "max_examples",  # a learning curve: one method at several lengths (issue 33 item 5)
+    "precision",  # the top-level key: each paper's code trains in its own (paper presets)
+    "base_model",  # a paper's rows on its own base beside the others (cross-lingual PI: LaBSE)
+)
 # every entry's keys and the shared keys it may set for itself; the rest: the loss's
 COMMON_KEYS = ("loss", "input", "data", "seeds", "tags", "task", *METHOD_SETTINGS)
 
@@ -155,7 +173,7 @@ def method_spec(name: str, entry: dict, run: dict | None = None) -> MethodSpec:
         params,
         description,
         citation,
-        method_settings(name, entry),
+        {key: entry[key] for key in METHOD_SETTINGS if key in entry},
         task,
     )
 

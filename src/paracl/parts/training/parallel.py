@@ -27,7 +27,7 @@ import torch.distributed as dist
 
 from paracl.core.device import select_device
 from paracl.core.distributed.gather import rank, world_size
-from paracl.core.params import ParamsError
+from paracl.core.errors import ParamsError
 
 log = logging.getLogger(__name__)
 
