@@ -52,11 +52,9 @@ def copy_project(dest: Path, source: Path = REPO) -> Path:
 
 
 def load_stage(name: str) -> ModuleType:
-    """stages/<name>.py as a module (stages/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"stage_{name}", REPO / "stages" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The module that stages/<name>.py runs, paracl.stages.<name>: its main, its Params
+    (what it reads of params.yaml) and its key figures."""
+    return importlib.import_module(f"paracl.stages.{name}")
 
 
 def run_main(name: str, params: dict, *args: str) -> None:
@@ -76,7 +74,7 @@ def stage_argv(stage: str, params: dict) -> list[str]:
     may hold only its stage's) come from params.yaml, as the other stages need them."""
     import yaml
 
-    from paracl.core.params import with_runs
+    from paracl.schema import with_runs
 
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))
     defaults = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))

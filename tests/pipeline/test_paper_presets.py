@@ -28,9 +28,9 @@ import pytest
 import yaml
 from stage_helpers import copy_project, squeezed
 
-from paracl.core.params import validate, with_runs
 from paracl.parts.sources.registry import load_registry, select
 from paracl.presets import load_preset, merge_preset
+from paracl.schema import validate_all, with_runs
 from paracl.stages.summary import PI_MEASURES, _present
 from paracl.testing import data_mirror, hub_cache
 
@@ -93,8 +93,8 @@ def capped(params: dict) -> dict:
 @pytest.mark.parametrize("name", PRESETS)
 def test_preset_and_its_caps_validate(name):
     params = preset_params(name)
-    validate(params)
-    validate(capped(params))
+    validate_all(params)
+    validate_all(capped(params))
     assert capped(params)["train_contrastive"]["methods"].keys() == (
         params["train_contrastive"]["methods"].keys()
     ), "the caps drop no method"
@@ -140,10 +140,10 @@ def test_every_claim_compares_like_with_like(name):
     """The two methods of every claim share every training setting (lr, batch, length,
     epochs, corpus size, seeds, selection, precision, ...) but the one the claim is about
     (summary.VARIES); the message names the setting that differs."""
-    from paracl.core.params import METHOD_SETTINGS
+    from paracl.parts.training.methods import METHOD_SETTINGS
     from paracl.stages.summary import CLAIMS, VARIES
 
-    params = validate(preset_params(name))
+    params = validate_all(preset_params(name))
     methods = params["train_contrastive"]["methods"]
     unlike = []
     for claim, *pair, _ in CLAIMS:
@@ -162,14 +162,14 @@ def test_every_claim_compares_like_with_like(name):
 @pytest.mark.parametrize("name", PRESETS)
 def test_the_preset_trains_each_method_as_its_authors_scripts(name):
     """Precision (paracl.core.device) and SimCSE's MLP as each paper's released code has them."""
-    methods = validate(preset_params(name))["train_contrastive"]["methods"]
+    methods = validate_all(preset_params(name))["train_contrastive"]["methods"]
     own = {m: e.get("precision") for m, e in methods.items()}
     assert own["simcse_unsup_rt"] == own["roundtrip"] == own["paraphraser_bleu20"] == "fp16"
     assert own["jcse"] == "fp32" and own.get("jcse_two_stage", "fp32") == "fp32"
     # no code: the top-level key; PPDB's SimCSE baselines train on its recipe
     assert own["ppdb"] is own["ebsim"] is own["simcse_unsup"] is own["simcse_sup"] is None
     # each paper's model selection, and SimCSE's trainer's clipping (issue 58 item 5)
-    tc = validate(preset_params(name))["train_contrastive"]
+    tc = validate_all(preset_params(name))["train_contrastive"]
     assert tc["selection"] == "dev_loss" and tc["patience"] == 3  # PPDB §4.3
     for m in ("simcse_unsup_rt", "paraphraser_bleu20", "roundtrip_greedy", "jcse"):
         assert methods[m]["sts_dev_every"] == 125 and methods[m]["max_grad_norm"] == 1.0, m
@@ -319,7 +319,7 @@ def paper_project(dest: Path, name: str, origin: Path) -> tuple[Path, dict]:
     cli = [sys.executable, "-m", "paracl.cli", "preset", name]
     subprocess.run(cli, cwd=project, check=True, capture_output=True, text=True)
     params = capped(yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8")))
-    validate(params)
+    validate_all(params)
     (project / "params.yaml").write_text(
         yaml.safe_dump(params, sort_keys=False, allow_unicode=True)
     )

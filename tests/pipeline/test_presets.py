@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from paracl import presets
-from paracl.core.params import ParamsError, check_train_contrastive, validate
+from paracl.core.params import ParamsError
+from paracl.schema import check_all, validate_all
 
 REPO = Path(__file__).resolve().parents[2]
 PRESET_FILES = sorted((REPO / "presets").glob("*.yaml"))
@@ -102,7 +103,7 @@ def test_preset_merges_into_valid_params(path):
     merged = yaml.safe_load((REPO / "params.yaml").read_text())
     for name in [*ON_TOP.get(path.stem, []), path.stem]:  # each one's runs rewritten
         merged = presets.merge_preset(merged, presets.load_preset(name, REPO / "presets"))
-    check_train_contrastive(validate(merged))  # raises ParamsError naming the key
+    check_all(validate_all(merged))  # raises ParamsError naming the key
 
 
 def _paper_runs(name: str) -> dict[str, dict]:
@@ -146,7 +147,7 @@ def test_paper_presets_train_each_method_as_its_paper(name):
 
 def test_a_derived_preset_adds_or_removes_a_method_in_one_line(params_copy):
     """A method written once: its seeds' runs follow it in and out of params.yaml."""
-    from paracl.core.params import load_params
+    from paracl.schema import load_params
 
     presets.apply_preset(presets.load_preset("effect-en", REPO / "presets"), params_copy)
     runs = load_params(params_copy)["train_contrastive"]["runs"]
@@ -225,7 +226,7 @@ def test_paper_en_sets_the_papers_models():
         yaml.safe_load((REPO / "params.yaml").read_text()),
         presets.load_preset(PAPER_PRESETS[0]),
     )
-    validate(merged)
+    validate_all(merged)
     assert merged["lang"] == "en"
     assert merged["train_contrastive"]["base_model"] == "bert-base-uncased"
     assert merged["rank_fluency"]["model"]["en"] == "gpt2"
@@ -247,7 +248,7 @@ def test_apply_keeps_comments_and_order(params_copy, capsys):
     assert list(loaded) == order
     assert loaded["train_paraphraser"]["base_model"]["en"] == "facebook/bart-base"
     assert "finetune_tasks: [esci_en, stsb, sickr" in after  # lists stay in flow style
-    validate(loaded)
+    validate_all(loaded)
     # applying again changes nothing
     assert presets.apply_preset(presets.load_preset(PAPER_PRESETS[0]), params_copy) == []
 
@@ -375,7 +376,8 @@ def test_fine_tuned_methods_expand_to_their_runs_and_stay_in_step(params_copy, c
     seed) into evaluate.finetune_runs, which evaluate_finetune crosses with
     evaluate.finetune_tasks; a stale or wrong list is a one-line error naming the key."""
     from paracl.cli import main
-    from paracl.core.params import ParamsError, load_params
+    from paracl.core.params import ParamsError
+    from paracl.schema import load_params
 
     presets.apply_preset(presets.load_preset("effect-en", REPO / "presets"), params_copy)
     ft = {"finetune_tasks": ["stsb"], "finetune_methods": ["none", "ppdb"]}
@@ -418,7 +420,7 @@ def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params
     of the embedding stage: a change to them reruns no embedding score."""
     from stage_helpers import expand_stages
 
-    from paracl.core.params import load_params
+    from paracl.schema import load_params
 
     presets.apply_preset(presets.load_preset("effect-en", REPO / "presets"), params_copy)
     ft = {"finetune_tasks": ["stsb"], "finetune_methods": ["none", "ppdb"]}
@@ -474,7 +476,7 @@ def test_a_fine_tuned_column_adds_jobs_and_changes_no_unsupervised_evaluation(ba
     evaluate stage's params as they were: nothing there reruns."""
     from stage_helpers import expand_stages, lookup
 
-    from paracl.core.params import load_params
+    from paracl.schema import load_params
 
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
 
@@ -511,14 +513,14 @@ def test_preset_and_expand_leave_a_loadable_params_yaml_in_any_layout(layout, pa
     """The one-line flow layout used to come out as two YAML documents (the untouched part
     kept byte for byte around a block dump): what is written is now read back first."""
     from paracl.cli import main
-    from paracl.core.params import load_params
+    from paracl.schema import load_params
 
     values = yaml.safe_load(params_copy.read_text())
     params_copy.write_text(LAYOUTS[layout](values))
     args = ["--params", str(params_copy)]
     assert main(["preset", "ja", *args, "--presets-dir", str(REPO / "presets")]) == 0
     want = presets.merge_preset(values, presets.load_preset("ja", REPO / "presets"))
-    assert load_params(params_copy)["train_contrastive"] == validate(want)["train_contrastive"]
+    assert load_params(params_copy)["train_contrastive"] == validate_all(want)["train_contrastive"]
     edited = yaml.safe_load(params_copy.read_text())
     edited["train_contrastive"]["seeds"] = [4, 5]  # the runs are stale now
     params_copy.write_text(LAYOUTS[layout](edited))

@@ -272,3 +272,46 @@ if __name__ == "__main__":  # print each stage's closure, to help write its deps
     for stage_name, body in STAGES.items():
         files = sorted(str(p.relative_to(REPO)) for p in import_closure(REPO / _script(body)))
         print(stage_name, *files, sep="\n  ")
+
+
+def _outputs(stage: dict) -> list[str]:
+    """A stage's outs, metrics and plots, as paths."""
+    entries = [e for kind in ("outs", "metrics", "plots") for e in stage.get(kind) or []]
+    return [next(iter(e)) if isinstance(e, dict) else e for e in entries]
+
+
+def test_a_schema_edit_reruns_its_stage_alone(tmp_path: Path) -> None:
+    """A stage's schema lives in its module: on a copy of the project whose every stage is
+    committed as if it had run (placeholder outputs, `dvc commit`), an edit to one help
+    string of tag's section leaves every other stage up to date (its descendants rerun
+    after it only if its outputs change). An edit to the core's run-wide keys makes all
+    stale."""
+    project = copy_project(tmp_path / "project")
+    for stage in STAGES.values():
+        for out in _outputs(stage) + dep_paths(stage.get("deps")):
+            path = project / out
+            if path.exists():
+                continue
+            if path.suffix:  # a file; else a folder (data/raw, models/encoders/<run>)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text("placeholder\n")
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+                (path / "placeholder.txt").write_text("placeholder\n")
+    proc = dvc("commit", "-f", cwd=project)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "up to date" in dvc("status", cwd=project).stdout
+
+    module = project / "src/paracl/stages/tag.py"
+    text = module.read_text()
+    assert 'help="candidates per shard, whole sentences"' in text
+    module.write_text(text.replace("candidates per shard, whole sentences", "candidates a shard"))
+    proc = dvc("status", "--json", cwd=project)
+    stale = sorted(yaml.safe_load(proc.stdout))
+    assert stale == ["tag"], proc.stdout + proc.stderr
+
+    core = project / "src/paracl/core/params.py"  # what every stage shares: all rerun
+    core.write_text(core.read_text().replace("seed for every random choice", "the seed"))
+    stale = yaml.safe_load(dvc("status", "--json", cwd=project).stdout)
+    committed = yaml.safe_load((project / "dvc.lock").read_text())["stages"]
+    assert sorted(stale) == sorted(committed), sorted(set(committed) - set(stale))

@@ -144,7 +144,13 @@ def test_new_mirror_sources_fetch_from_the_mirror(mirror, tmp_path):
 
 
 def test_fetch_stage_reports_a_bad_param_cleanly(tmp_path):
-    params = (REPO / "params.yaml").read_text().replace("theta: 0.3", "theta: 1.7")
+    """A bad key of its own section stops the stage with one line naming it (a bad key of
+    another stage's section is that stage's to report: test_params_check_only_own_keys)."""
+    params = (
+        (REPO / "params.yaml")
+        .read_text()
+        .replace("  allow_unverified: []", "  allow_unverified: 3")
+    )
     (tmp_path / "params.yaml").write_text(params)
     script, *paths = stage_argv("fetch", yaml.safe_load(params))
     proc = subprocess.run(
@@ -154,7 +160,9 @@ def test_fetch_stage_reports_a_bad_param_cleanly(tmp_path):
         text=True,
     )
     assert proc.returncode == 1
-    assert "error: params.yaml: 'theta' must be int or float in [0.0, 1.0], got 1.7" in proc.stderr
+    assert (
+        "error: params.yaml: 'fetch.allow_unverified' must be list (or null), got 3" in proc.stderr
+    )
     assert "Traceback" not in proc.stderr
 
 

@@ -10,8 +10,9 @@ from stage_helpers import run_stage
 
 from paracl.core import schemas
 from paracl.core.io import read_metadata, read_parquet, write_parquet
-from paracl.core.params import ParamsError, load_params
+from paracl.core.params import ParamsError
 from paracl.parts.filler.pipeline import CorruptConfig
+from paracl.schema import load_params
 from paracl.stages.adapt_filler import split_dev
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,8 +24,8 @@ from test_stage_deps import (
 
 from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_metadata, read_parquet
-from paracl.core.params import load_params
 from paracl.parts import nli
+from paracl.schema import load_params
 from paracl.stages import nli_triplets as stage
 
 OUT = Path("data/nli/sick.parquet")

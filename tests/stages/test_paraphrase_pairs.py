@@ -25,8 +25,8 @@ from test_stage_deps import (
 from paracl.core import io
 from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_metadata, read_parquet, write_parquet
-from paracl.core.params import load_params
 from paracl.parts import nli, paraphraser
+from paracl.schema import load_params
 from paracl.stages import paraphrase_pairs as stage
 from paracl.stages import roundtrip as translate
 

@@ -14,8 +14,8 @@ from stage_helpers import run_stage
 from paracl.core import schemas
 from paracl.core.errors import InputError
 from paracl.core.io import read_metadata, read_parquet, write_parquet
-from paracl.core.params import load_params
 from paracl.parts.ppdb_rules import DictionaryError, read_dictionary
+from paracl.schema import load_params
 from paracl.stages.ppdb_substitute import (
     RuleIndex,
     align,

@@ -15,7 +15,7 @@ from stage_helpers import run_stage
 
 from paracl.core import schemas
 from paracl.core.io import read_metadata, read_parquet, write_parquet
-from paracl.core.params import load_params
+from paracl.schema import load_params
 from paracl.stages.rank_fluency import PerplexityScorer, length_batches
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,8 +13,9 @@ from stage_helpers import expand_stages, run_stage
 
 from paracl.core import schemas
 from paracl.core.io import read_metadata, read_parquet, write_parquet
-from paracl.core.params import SCHEMA, ParamsError, validate
+from paracl.core.params import ParamsError, validate
 from paracl.core.sampling import sample_corpus
+from paracl.schema import schema_keys
 from paracl.stages.roundtrip import (
     PAPER_SETTINGS,
     Sampling,
@@ -126,7 +127,7 @@ OWN_KEYS = (
 def own_params() -> dict:
     """This area's sections of params.yaml, validated (other sections may be mid-edit)."""
     raw = yaml.safe_load((REPO / "params.yaml").read_text())
-    return validate({k: raw[k] for k in OWN_KEYS}, {k: SCHEMA[k] for k in OWN_KEYS})
+    return validate({k: raw[k] for k in OWN_KEYS}, {k: schema_keys()[k] for k in OWN_KEYS})
 
 
 def _params(tmp_path: Path, **roundtrip) -> dict:

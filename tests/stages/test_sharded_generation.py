@@ -17,8 +17,8 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from paracl.core import schemas
 from paracl.core.io import read_parquet
-from paracl.core.params import load_params
 from paracl.parts import paraphraser
+from paracl.schema import load_params
 from paracl.stages import corrupt as negatives_sharded
 from paracl.stages import generate_paraphrases as generation
 from paracl.stages import roundtrip as translate

@@ -13,7 +13,7 @@ from paracl.core import schemas
 from paracl.core.distributed.sharded import CountedShards, group_shards, prepend
 from paracl.core.distributed.shards import ShardCache
 from paracl.core.io import read_parquet, to_table, write_parquet
-from paracl.core.params import load_params
+from paracl.schema import load_params
 from paracl.stages import ppdb_substitute as substitute
 from paracl.stages import rank_fluency as fluency
 from paracl.stages import tag as scoring

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from stage_helpers import squeezed
 
-from paracl.core.params import expand_runs
+from paracl.parts.runs import expand_runs
 from paracl.stages.summary import (
     NOT_RUN,
     build_summary,
@@ -139,7 +139,7 @@ def test_effect_presets_train_every_method_with_three_seeds(names, tmp_path):
     from pathlib import Path
 
     from paracl import presets
-    from paracl.core.params import load_params
+    from paracl.schema import load_params
 
     repo = Path(__file__).resolve().parents[2]
     shutil.copy(repo / "params.yaml", tmp_path / "params.yaml")

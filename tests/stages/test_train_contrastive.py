@@ -14,9 +14,12 @@ from stage_helpers import PAPER_METHODS, copy_project, dep_paths, expand_stages,
 from test_pipeline_dvc import dvc
 
 from paracl.core.errors import InputError
-from paracl.core.params import ParamsError, expand_runs, load_params, with_runs
+from paracl.core.params import ParamsError
+from paracl.core.params import load_params as read_own_keys
 from paracl.parts.losses import LOSSES
+from paracl.parts.runs import expand_runs
 from paracl.parts.training.methods import method_spec, run_config
+from paracl.schema import load_params, with_runs
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -190,8 +193,8 @@ def test_bad_method_settings_are_refused_as_the_shared_key_is(own, message, tmp_
     path.write_text(yaml.safe_dump(_params(ppdb=PAPER_METHODS["ppdb"] | own)))
     with pytest.raises(ParamsError, match=message):
         load_params(path)
-    with pytest.raises(ParamsError, match=message):
-        method_spec("ppdb", PAPER_METHODS["ppdb"] | own)
+    with pytest.raises(ParamsError, match=message):  # the stage, reading its own keys
+        read_own_keys(load_stage("train_contrastive").Params, path)
 
 
 @pytest.mark.parametrize("name", sorted(PAPER_METHODS))

@@ -18,9 +18,10 @@ from stage_helpers import run_stage
 
 from paracl.core import languages
 from paracl.core.distributed.sharded import Shard
-from paracl.core.params import SCHEMA, ParamsError, validate
+from paracl.core.params import ParamsError, validate
 from paracl.parts import sts_scorer
 from paracl.parts.tags import tagging, text
+from paracl.schema import schema_keys
 from paracl.stages import tag as scoring
 
 REPO = Path(__file__).resolve().parents[2]
@@ -187,7 +188,7 @@ def _write_stsb(path: Path, pairs: sts_scorer.StsPairs) -> None:
 def _own_params(**cfg) -> dict:
     raw = yaml.safe_load((REPO / "params.yaml").read_text())
     keys = ("seed", "lang", "device", "precision", "train_sts_scorer")
-    params = validate({k: raw[k] for k in keys}, {k: SCHEMA[k] for k in keys})
+    params = validate({k: raw[k] for k in keys}, {k: schema_keys()[k] for k in keys})
     params["device"] = "cpu"
     params["train_sts_scorer"].update(cfg)
     return params
