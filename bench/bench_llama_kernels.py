@@ -30,7 +30,7 @@ def child(args: argparse.Namespace) -> None:
     from bench_roundtrip import sentences
 
     from paracl.parts.llama_batch import load_cpu_backend
-    from paracl.stages.roundtrip import Sampling, load_translator, round_trip
+    from paracl.parts.translate import Sampling, load_translator, round_trip
 
     torch.set_num_threads(args.threads)
     module = load_cpu_backend()

@@ -31,7 +31,7 @@ from paracl.core.device import select_device
 from paracl.core.models import model_dir
 from paracl.parts import sts_scorer
 from paracl.parts.tags import tagging
-from paracl.stages.roundtrip import (
+from paracl.parts.translate import (
     PAPER_SETTINGS,
     LlamaCppTranslator,
     Sampling,

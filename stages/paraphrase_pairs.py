@@ -4,8 +4,8 @@
 
 JOB names an entry of `paraphrase_pairs.jobs` (its input, columns, and `by`: the greedy
 round trip or a tag cell of the paraphraser in PARAPHRASER); see
-paracl.stages.paraphrase_pairs. The round trip's translators are paracl.stages.roundtrip's,
-handed over here: a stage module imports no other.
+paracl.stages.paraphrase_pairs. The round trip's translators are roundtrip's
+(paracl.parts.translate).
 """
 
 from paracl.core.stage import run

@@ -17,8 +17,8 @@ from paracl.parts.filler.causal import CausalFiller
 from paracl.parts.filler.generate import T5Filler
 from paracl.parts.filler.masking import mask_spans
 from paracl.parts.filler.pipeline import CorruptConfig
+from paracl.parts.translate import Sampling, load_translator
 from paracl.stages.rank_fluency import PerplexityScorer
-from paracl.stages.roundtrip import Sampling, load_translator
 
 CPU = torch.device("cpu")
 TEXTS = ["a man is playing a guitar .", "the cat sat on the mat ."]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from paracl.parts.llama_batch import BatchedCompletions, Draw
-from paracl.stages.roundtrip import few_shot_prefix, translation_prompt
+from paracl.parts.translate import few_shot_prefix, translation_prompt
 
 SENTENCES = [
     "The bridge was opened in 1932.",

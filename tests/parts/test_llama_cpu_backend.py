@@ -24,7 +24,7 @@ import json
 from llama_cpp import Llama, llama_print_system_info
 from paracl.core.models import packaged_gguf
 from paracl.parts.llama_batch import BatchedCompletions, Draw, load_cpu_backend
-from paracl.stages.roundtrip import few_shot_prefix, translation_prompt
+from paracl.parts.translate import few_shot_prefix, translation_prompt
 
 module = load_cpu_backend()
 path = packaged_gguf("HuggingFaceTB/SmolLM2-135M-Instruct")

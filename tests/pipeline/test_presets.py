@@ -49,7 +49,7 @@ MODEL_KEYS: dict[str, str] = {
     "rank_fluency.model.ja": "causal_lm",
     "adapt_filler.model.en": "t5_filler",  # sentinel blanks filled (negatives.generate)
     "adapt_filler.model.ja": "t5_filler",
-    "roundtrip.forward_model": "translation",  # sampled translation (roundtrip.translate)
+    "roundtrip.forward_model": "translation",  # sampled translation (paracl.parts.translate)
     "roundtrip.backward_model": "translation",
     "train_sts_scorer.base_model": "cross_encoder",  # CrossEncoder STS scorer
     "train_paraphraser.base_model.en": "paraphraser",  # tagged generation (roundtrip.paraphraser)
@@ -350,7 +350,7 @@ def test_architecture_runs_its_code_path(arch, role, request, tmp_path_factory):
         )
         assert len(out) == 1 and len(out[0]) == 2
     elif role == "translation":
-        from paracl.stages.roundtrip import Sampling, Translator
+        from paracl.parts.translate import Sampling, Translator
 
         out = Translator(path).translate(texts[:1], Sampling(20, 3.0), seed=0, max_new_tokens=6)
         assert len(out) == 1 and isinstance(out[0], str)

@@ -25,10 +25,9 @@ from test_stage_deps import (
 from paracl.core import io
 from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_metadata, read_parquet, write_parquet
-from paracl.parts import nli, paraphraser
+from paracl.parts import nli, paraphraser, translate
 from paracl.schema import load_params
 from paracl.stages import paraphrase_pairs as stage
-from paracl.stages import roundtrip as translate
 
 # tiny models on shared cores: one torch thread (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("one_thread")

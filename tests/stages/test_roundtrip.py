@@ -15,14 +15,9 @@ from paracl.core import schemas
 from paracl.core.io import read_metadata, read_parquet, write_parquet
 from paracl.core.params import ParamsError, validate
 from paracl.core.sampling import sample_corpus
+from paracl.parts.translate import PAPER_SETTINGS, Sampling, Translator, round_trip
 from paracl.schema import schema_keys
-from paracl.stages.roundtrip import (
-    PAPER_SETTINGS,
-    Sampling,
-    Translator,
-    decoding_settings,
-    round_trip,
-)
+from paracl.stages.roundtrip import decoding_settings
 
 REPO = Path(__file__).resolve().parents[2]
 TEXTS = [
@@ -266,7 +261,7 @@ def test_standin_ids_build_and_say_so():
 
 
 def test_prompt_names_both_languages_and_ends_at_the_target():
-    from paracl.stages.roundtrip import few_shot_prefix, translation_prompt
+    from paracl.parts.translate import few_shot_prefix, translation_prompt
 
     prompt = translation_prompt("Der Hund bellt.", "de", "en")
     assert prompt.startswith(few_shot_prefix("de", "en"))
@@ -277,7 +272,7 @@ def test_prompt_names_both_languages_and_ends_at_the_target():
 def test_causal_lm_translator_is_chosen_by_config_and_seeded(tiny_llama, tiny_marian):
     import torch
 
-    from paracl.stages.roundtrip import PromptTranslator, load_translator
+    from paracl.parts.translate import PromptTranslator, load_translator
 
     cpu = torch.device("cpu")
     assert isinstance(load_translator(str(tiny_marian), 0, cpu, "en", "de"), Translator)
@@ -294,7 +289,7 @@ def test_causal_lm_translator_is_chosen_by_config_and_seeded(tiny_llama, tiny_ma
 def test_unknown_pivot_language_is_a_params_error(tiny_gpt2):
     import torch
 
-    from paracl.stages.roundtrip import load_translator
+    from paracl.parts.translate import load_translator
 
     with pytest.raises(ParamsError, match="roundtrip.pivot"):
         load_translator(str(tiny_gpt2), 0, torch.device("cpu"), "en", "xx")
@@ -307,7 +302,7 @@ def test_gemma_round_trip_gives_real_text_in_both_languages():
     import torch
     from langdetect import DetectorFactory, detect
 
-    from paracl.stages.roundtrip import load_translator
+    from paracl.parts.translate import load_translator
 
     DetectorFactory.seed = 0
     cpu, model, loaded = torch.device("cpu"), "google/gemma-3-270m", {}

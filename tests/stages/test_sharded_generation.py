@@ -17,11 +17,10 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
 from paracl.core import schemas
 from paracl.core.io import read_parquet
-from paracl.parts import paraphraser
+from paracl.parts import paraphraser, translate
 from paracl.schema import load_params
 from paracl.stages import corrupt as negatives_sharded
 from paracl.stages import generate_paraphrases as generation
-from paracl.stages import roundtrip as translate
 
 REPO = Path(__file__).resolve().parents[2]
 RAY = {"executor": "ray", "model_workers": 2, "gpus_per_model_worker": 1.0}

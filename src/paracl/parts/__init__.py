@@ -8,7 +8,8 @@
 - `losses/`: the papers' contrastive losses, one per file; `training/`: the trainer;
 - `paraphraser/`: the tag-controlled paraphraser family; `tags/`: SIM/BLEU tags;
 - `sts_scorer`: the semantic-similarity scorer; `sources/`: the data-source registry and
-  downloads; `ppdb_rules`: paraphrase dictionaries; `llama_batch`: batched llama.cpp
-  generation; `nli`: NLI files (SICK) read into (anchor, positive, negative) triplets;
-  `runs`: train_contrastive's runs (methods x seeds), which three stages and the CLI read.
+  downloads; `ppdb_rules`: paraphrase dictionaries; `translate`: the round trip's
+  translators and shard worker (roundtrip, paraphrase_pairs); `llama_batch`: batched
+  llama.cpp generation, for translate; `nli`: NLI files (SICK) read into (anchor,
+  positive, negative) triplets; `runs`: train_contrastive's runs (methods x seeds), which three stages and the CLI read.
 """

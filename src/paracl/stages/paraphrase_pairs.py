@@ -3,8 +3,8 @@
 The round-trip paper augments labelled pairs, not only raw sentences (§5.3: NLI anchor,
 positive and negative, doubling the corpus; §5.5: sentence A and/or B; §6: MNLI for
 STILTs). Any Parquet of sentence pairs or triplets is one job of `paraphrase_pairs.jobs`:
-its `columns` paraphrased `by` the greedy round trip (the paper's baseline: the
-translators of paracl.stages.roundtrip) or the trained
+its `columns` paraphrased `by` the greedy round trip (the paper's baseline: roundtrip's
+translators, paracl.parts.translate, with roundtrip's section) or the trained
 paraphraser at a tag cell (`SIM95_BLEU20` asks for `<SIM95><BLEU20>`,
 paracl.parts.paraphraser). DVC caches each
 job's output, so a (dataset, columns, tag) is paraphrased once for every method that
@@ -27,7 +27,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import pandas as pd
 import pyarrow as pa
@@ -38,7 +37,7 @@ from paracl.core.io import read_json, read_parquet, write_parquet
 from paracl.core.key_figures import write_metrics
 from paracl.core.params import OtherSection, RunSettings, RunWide, Section, param
 from paracl.core.stage import args
-from paracl.stages import roundtrip
+from paracl.parts import translate
 from paracl.stages.roundtrip import Roundtrip
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
@@ -62,7 +61,7 @@ class Params(RunWide):
 
     generate_paraphrases: OtherSection  # its decoding keys, for a tag cell
     paraphrase_pairs: ParaphrasePairs
-    roundtrip: Roundtrip
+    roundtrip: Roundtrip  # its translator keys, checked as roundtrip checks them
 
 
 log = logging.getLogger("paraphrase_pairs")
@@ -148,12 +147,10 @@ def output_schema(path: str | Path, columns: Sequence[str], where: str) -> pa.Sc
     return pa.schema([*(f.remove_metadata() for f in schema), *added])
 
 
-def round_trip_greedy(
-    texts: list[str], cfg: dict, run: RunSettings, translate: ModuleType
-) -> tuple[list[str], dict]:
+def round_trip_greedy(texts: list[str], cfg: dict, run: RunSettings) -> tuple[list[str], dict]:
     """Each text translated to the pivot and back, greedily, by roundtrip's translators
-    (`translate`: paracl.stages.roundtrip; `cfg`: the roundtrip section, its sampling keys
-    not read); (paraphrases, models)."""
+    (paracl.parts.translate; `cfg`: the roundtrip section, its sampling keys not read);
+    (paraphrases, models)."""
     from paracl.core.device import select_device
     from paracl.core.distributed.sharded import Shard
 
@@ -209,18 +206,13 @@ def paraphrase_tagged(
 
 
 def paraphrase(
-    job: Job,
-    texts: list[str],
-    model_dir: str | Path,
-    params: dict,
-    run: RunSettings,
-    translate: ModuleType,
+    job: Job, texts: list[str], model_dir: str | Path, params: dict, run: RunSettings
 ) -> tuple[list[str], dict]:
     """The job's paraphrases of `texts` and, for the metrics, what made them: the models,
     whether any is a stand-in, and whether they are the paper's (a stage never pretends)."""
     if job.tags is None:
         cfg = params["roundtrip"]
-        out, models = round_trip_greedy(texts, cfg, run, translate)
+        out, models = round_trip_greedy(texts, cfg, run)
         paper = (cfg["forward_model"], cfg["backward_model"]) == translate.PAPER_MODELS
         stand_in = any(m["stand_in"] for m in models.values())
         return out, {**models, "stand_in": stand_in, "paper_model": paper, "decoding": "greedy"}
@@ -241,8 +233,8 @@ def filled_cells(frame: pd.DataFrame, columns: Sequence[str]) -> int:
 def main(params: dict) -> None:
     """paraphrase_pairs@JOB: the job's input, its columns paraphrased, into OUT; METRICS
     beside. PARAPHRASER is the trained paraphraser's directory (read for a tag cell only).
-    The round trip is roundtrip's translators (paracl.stages.roundtrip, whose section this
-    stage reads)."""
+    The round trip is roundtrip's translators (paracl.parts.translate), with roundtrip's
+    section (paracl.stages.roundtrip declares and checks it)."""
     from paracl.core.device import seed_everything
 
     paths = args("job", "paraphraser", "out", "metrics")
@@ -256,7 +248,7 @@ def main(params: dict) -> None:
     schema = output_schema(job.input, job.columns, where)
     seed_everything(run.seed)
     texts = unique_sentences(frame, job.columns)
-    outputs, made_by = paraphrase(job, texts, paths.paraphraser, params, run, roundtrip)
+    outputs, made_by = paraphrase(job, texts, paths.paraphraser, params, run)
     mapping = dict(zip(texts, outputs, strict=True))
     record = {
         "job": job.name,
