@@ -24,7 +24,6 @@ from test_stage_deps import (
 
 from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_metadata, read_parquet
-from paracl.parts import nli
 from paracl.schema import load_params
 from paracl.stages import nli_triplets as stage
 
@@ -83,7 +82,7 @@ def project(tmp_path, monkeypatch) -> Path:
 
 
 def _kept() -> list[int]:
-    return read_parquet(OUT, nli.TRIPLETS)["pair_id"].tolist()
+    return read_parquet(OUT, stage.TRIPLETS)["pair_id"].tolist()
 
 
 # --- the leakage filter ----------------------------------------------------------------
@@ -109,12 +108,12 @@ def test_sick_r_left_out_of_the_filter_keeps_its_triplets(project):
     six = [s for s in ALL_SETS if s != "SICKRelatedness"]
     run_stage("nli_triplets", _params(exclude_sts=six))
     assert _kept() == [3, 6]  # 3 shares "An animal runs" with SICK's TEST split only
-    got = read_parquet(OUT, nli.TRIPLETS)
-    assert got.columns.tolist() == nli.TRIPLETS.names
+    got = read_parquet(OUT, stage.TRIPLETS)
+    assert got.columns.tolist() == stage.TRIPLETS.names
     assert got["anchor"].tolist() == ["A dog runs", "A boy jumps"]
     run_stage("nli_triplets", _params(exclude_sts=[]))
     assert _kept() == [1, 3, 4, 5, 6]
-    assert read_parquet(OUT, nli.TRIPLETS)["negative"].tolist()[0] == "Nobody plays"
+    assert read_parquet(OUT, stage.TRIPLETS)["negative"].tolist()[0] == "Nobody plays"
     assert json.loads(METRICS.read_text())["n_with_negative"] == 1
 
 

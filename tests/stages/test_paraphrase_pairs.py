@@ -25,8 +25,9 @@ from test_stage_deps import (
 from paracl.core import io
 from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_metadata, read_parquet, write_parquet
-from paracl.parts import nli, paraphraser, translate
+from paracl.parts import paraphraser, translate
 from paracl.schema import load_params
+from paracl.stages import nli_triplets as nli
 from paracl.stages import paraphrase_pairs as stage
 
 # tiny models on shared cores: one torch thread (tests/conftest.py)

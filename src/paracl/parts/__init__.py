@@ -10,6 +10,6 @@
 - `sts_scorer`: the semantic-similarity scorer; `sources/`: the data-source registry and
   downloads; `ppdb_rules`: paraphrase dictionaries; `translate`: the round trip's
   translators and shard worker (roundtrip, paraphrase_pairs); `llama_batch`: batched
-  llama.cpp generation, for translate; `nli`: NLI files (SICK) read into (anchor,
-  positive, negative) triplets; `runs`: train_contrastive's runs (methods x seeds), which three stages and the CLI read.
+  llama.cpp generation, for translate; `runs`: train_contrastive's runs (methods x
+  seeds), which three stages and the CLI read.
 """
