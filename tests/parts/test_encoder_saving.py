@@ -20,6 +20,7 @@ from sentence_transformers.base.modules import Normalize, Transformer
 from sentence_transformers.sentence_transformer.modules import Pooling
 from stage_helpers import methods
 
+from paracl.core.params import RunSettings
 from paracl.parts.encoder.build import POOLING, build_encoder, truncation
 from paracl.parts.encoder.embed import EmbeddingCache
 from paracl.parts.encoder.forward import embed
@@ -31,6 +32,7 @@ from paracl.stages import evaluate as jobs
 
 REPO = Path(__file__).resolve().parents[2]
 CPU = torch.device("cpu")
+RUN = RunSettings(seed=0, lang="en", device="cpu", precision="fp32")  # evaluate's run-wide keys
 WORDS = "a man is playing guitar on the stage cat sat mat dogs running field woman".split()
 BASE_LENGTH, TRAIN_LENGTH = 48, 16
 
@@ -168,8 +170,8 @@ def test_trained_encoder_is_what_evaluation_scores(
     monkeypatch.setattr(jobs, "sts_sets", lambda lang, raw: {"STSBenchmark": frame})
     monkeypatch.setattr(jobs, "EmbeddingCache", Recording)
     cfg = {"raw_dir": None, "max_eval_pairs": None, "max_seq_length": TRAIN_LENGTH,
-           "encode_batch_size": 5, "precision": "fp32"}  # fmt: skip
-    result = jobs.run_job("ppdb", "unsup_sts_en", out, cfg, 0, CPU)
+           "encode_batch_size": 5}  # fmt: skip
+    result = jobs.run_job("ppdb", "unsup_sts_en", out, cfg, RUN)
     assert result["sets"]["STSBenchmark"]["pairs"] == len(S1)
     (cache,) = caches
     assert cache.model.max_seq_length == loaded.max_seq_length
@@ -264,9 +266,7 @@ def test_minilm_none_scores_as_published(mirror, tmp_path, monkeypatch):
     saved_score = score(SentenceTransformer(str(out), device="cpu"))
     monkeypatch.setattr(jobs, "sts_sets", lambda lang, raw: {"STSBenchmark": test})
     params = load_params(REPO / "params.yaml")["evaluate"]
-    evaluated = jobs.run_job(
-        "none", "unsup_sts_en", out, {**params, "max_eval_pairs": None, "precision": "fp32"}, 0, CPU
-    )
+    evaluated = jobs.run_job("none", "unsup_sts_en", out, {**params, "max_eval_pairs": None}, RUN)
     eval_score = evaluated["sets"]["STSBenchmark"]["spearman"]
     print(f"STS-B test Spearman: base {base_score:.4f}, saved none {saved_score:.4f}, "
           f"evaluation {eval_score:.4f}")  # fmt: skip

@@ -14,7 +14,7 @@ import torch
 from conftest import part_config
 from stage_helpers import load_stage, run_stage, squeezed
 
-from paracl.core.params import ParamsError
+from paracl.core.params import ParamsError, RunSettings
 from paracl.parts.encoder.build import build_encoder, save_encoder
 from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
 from paracl.parts.evaluation.tasks import load_task
@@ -83,10 +83,11 @@ CFG = {
     "raw_dir": None, "seeds": [1, 2], "epochs": 2, "lr": 1e-3, "batch_size": 8, "patience": 1,
     "max_train": 16, "max_dev": None, "max_eval_pairs": None, "max_seq_length": 32,
     "encode_batch_size": 16, "missing_splits": "resplit", "dev_fraction": 0.1,
-    "test_fraction": 0.2, "precision": "fp32", "max_test": None, "train_layers": None,
+    "test_fraction": 0.2, "max_test": None, "train_layers": None,
     "length_grouping": False, "mini_batch_size": None, "finetune_head": "last_token",
     "baseline_seeds": None,
 }  # fmt: skip
+RUN = RunSettings(seed=0, lang="en", device="cpu", precision="fp32")  # the run-wide keys
 
 
 def test_unsup_sts_encodes_each_sentence_once(tiny_bert, raw):
@@ -104,7 +105,7 @@ def test_unsup_sts_encodes_each_sentence_once(tiny_bert, raw):
 
 
 def test_pi_threshold_job(tiny_bert, raw):
-    res = run_job("none", "pi_en", tiny_bert, {**CFG, "raw_dir": raw}, seed=0, device=CPU)
+    res = run_job("none", "pi_en", tiny_bert, {**CFG, "raw_dir": raw}, RUN)
     assert set(res["sets"]) == {"paws", "mrpc"}
     paws, mrpc = res["sets"]["paws"], res["sets"]["mrpc"]
     # PAWS: threshold on PAWS-Wiki dev (all of it: its re-split train ∪ dev), test = test
@@ -112,8 +113,7 @@ def test_pi_threshold_job(tiny_bert, raw):
     assert mrpc["official_split"] is True  # official train → official test
     assert 0 <= res["score"] <= 100
     assert mrpc["test_pairs"] == 24 and mrpc["provenance"]["threshold"] == "train ∪ dev"
-    capped = run_job("none", "pi_en", tiny_bert, {**CFG, "raw_dir": raw, "max_eval_pairs": 10},
-                     seed=0, device=CPU)  # fmt: skip
+    capped = run_job("none", "pi_en", tiny_bert, {**CFG, "raw_dir": raw, "max_eval_pairs": 10}, RUN)
     sample = capped["sets"]["paws"]["samples"]["test"]
     assert sample["pairs"] == 10 and sample["strata"] == {
         "0": {"pairs": 5, "of": 24},
@@ -151,10 +151,10 @@ def test_finetune_and_unsup_sts_on_a_causal_lm_encoder(tiny_llama, raw, tmp_path
     assert out["metric"] == "spearman" and math.isfinite(out["test"]["mean"])
     assert out["runs"][0]["head"] == "closing <eos>" and out["config"]["head"] == "last_token"
     cfg = {**CFG, "raw_dir": raw, "seeds": [1], "epochs": 1, "finetune_head": "pooled"}
-    pooled = run_finetune_job("none", "stsb", encoder, cfg, seed=0, device=CPU)
+    pooled = run_finetune_job("none", "stsb", encoder, cfg, RUN)
     assert pooled["config"]["head"] == "pooled"
     assert pooled["runs"][0]["head"] == "sentence embedding (weightedmean pooling)"
-    res = run_job("none", "unsup_sts_en", encoder, {**CFG, "raw_dir": raw}, seed=0, device=CPU)
+    res = run_job("none", "unsup_sts_en", encoder, {**CFG, "raw_dir": raw}, RUN)
     assert math.isfinite(res["score"])
 
 
@@ -351,11 +351,11 @@ def test_finetune_job_scores_a_seeded_sample_of_the_test_split(tiny_bert, raw):
     """evaluate.max_test: a seeded sample of the whole test split (recorded), not its
     first rows; null keeps the whole split."""
     cfg = {**CFG, "raw_dir": raw, "seeds": [1], "epochs": 1, "max_test": 10}
-    res = run_finetune_job("none", "stsb", tiny_bert, cfg, seed=0, device=CPU)
+    res = run_finetune_job("none", "stsb", tiny_bert, cfg, RUN)
     assert res["sizes"]["test"] == 10 and res["samples"]["test"]["pairs"] == 10
     assert res["samples"]["test"]["of"] == 24 and res["samples"]["test"]["stratified_by"] == "genre"
     assert "capped to a seeded sample of 10" in res["provenance"]["test"]
-    whole = run_finetune_job("none", "stsb", tiny_bert, {**cfg, "max_test": None}, 0, CPU)
+    whole = run_finetune_job("none", "stsb", tiny_bert, {**cfg, "max_test": None}, RUN)
     assert whole["sizes"]["test"] == 24
 
 
@@ -367,7 +367,7 @@ def test_the_base_is_fine_tuned_with_the_baseline_seeds(tiny_bert, raw, tmp_path
     base.write_text(json.dumps({"method": "none", "loss": "none"}))
     trained.write_text(json.dumps({"method": "ppdb", "loss": "MNRL(InfoNCE)"}))
     cfg = {**CFG, "raw_dir": raw, "seeds": [1], "baseline_seeds": [1, 2], "epochs": 1}
-    res = run_finetune_job("none", "stsb", tiny_bert, cfg, 0, CPU, train_metrics=base)
+    res = run_finetune_job("none", "stsb", tiny_bert, cfg, RUN, train_metrics=base)
     assert [r["seed"] for r in res["runs"]] == [1, 2] and res["test"]["n"] == 2
     assert finetune_seeds(cfg, trained) == [1]
     assert finetune_seeds({**cfg, "baseline_seeds": None}, base) == [1]

@@ -11,6 +11,7 @@ import torch
 from stage_helpers import squeezed
 
 from paracl.core.errors import InputError
+from paracl.core.params import RunSettings
 from paracl.parts.evaluation.jcse_readers import (
     QAbotPool,
     identical_pairs,
@@ -22,9 +23,9 @@ from paracl.parts.evaluation.jcse_readers import (
 from paracl.parts.evaluation.retrieval import evaluate_qabot
 from paracl.stages.evaluate import EMBEDDING_JOBS, job_info, run_job
 
-CPU = torch.device("cpu")
 YEARS = {"STS12": 2615, "STS13": 1063, "STS14": 3165, "STS15": 2901, "STS16": 1143}  # README
-CFG = {"raw_dir": None, "max_eval_pairs": 12, "encode_batch_size": 32, "precision": "fp32"}
+CFG = {"raw_dir": None, "max_eval_pairs": 12, "encode_batch_size": 32}
+RUN = RunSettings(seed=1, lang="ja", device="cpu", precision="fp32")  # the run-wide keys
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -119,17 +120,17 @@ def test_domain_jobs_are_registered():
 
 def test_jacsts_and_qabot_jobs_on_a_tiny_encoder(tiny_bert, mirror):
     cfg = {**CFG, "raw_dir": mirror}
-    res = run_job("none", "jacsts", tiny_bert, cfg, seed=1, device=CPU)
+    res = run_job("none", "jacsts", tiny_bert, cfg, RUN)
     assert res["sets"]["test"]["pairs"] == res["sets"]["dev"]["pairs"] == 12
     strata = res["sets"]["test"]["sample"]["strata"]
     assert set(strata) == {"0", "1", "2", "3", "4", "5"}  # stratified by gold score
     assert res["score"] == res["sets"]["test"]["spearman"] and "dev_score" in res
-    qa = run_job("none", "qabot", tiny_bert, {**cfg, "max_eval_pairs": None}, 1, CPU)
+    qa = run_job("none", "qabot", tiny_bert, {**cfg, "max_eval_pairs": None}, RUN)
     assert qa["queries"] == 20 and qa["unique_questions"] == 1142 and qa["max_length"] == 64
     assert set(qa["breakdown"]) == {"MRR", "MAP", "P@1", "P@5"}
     assert qa["score"] == qa["breakdown"]["MAP"] and 0 <= qa["score"] <= 100
     assert qa["split_note"] == "the authors' 20 pools, whole"
-    cut = run_job("none", "qabot", tiny_bert, {**cfg, "max_eval_pairs": 100}, 1, CPU)
+    cut = run_job("none", "qabot", tiny_bert, {**cfg, "max_eval_pairs": 100}, RUN)
     relevant = cut["sample"]["relevant_kept"]
     assert cut["unique_questions"] == 100 and 20 <= relevant <= 53
     assert [p["relevant"] for p in cut["pools"].values()] == [
@@ -140,7 +141,7 @@ def test_jacsts_and_qabot_jobs_on_a_tiny_encoder(tiny_bert, mirror):
 
 def test_unsup_sts_ja_is_jcse_table_3(tiny_bert, mirror):
     cfg = {**CFG, "raw_dir": mirror}  # the mirror has data/raw's layout
-    res = run_job("none", "unsup_sts_ja", tiny_bert, cfg, seed=1, device=CPU)
+    res = run_job("none", "unsup_sts_ja", tiny_bert, cfg, RUN)
     assert list(res["sets"]) == [*YEARS, "JSICK", "JSTS"]  # Table 3's order (no STS-B-ja)
     assert res["embedding_space"]["set"] == "JSTS"
     assert res["score"] == pytest.approx(np.mean([s["spearman"] for s in res["sets"].values()]))

@@ -429,6 +429,7 @@ def test_cross_pairs_of_googles_layout_are_aligned_by_id(tmp_path):
 def test_bi_encoder_and_cross_encoder_jobs_end_to_end(tiny_bert, tmp_path, one_thread):
     """On the tiny BERT: the pi_xling job and the cross-encoder (paws_xling fine-tuned),
     then the summary's Table I from their JSON, as the preset's stages run them."""
+    from paracl.core.params import RunSettings
     from paracl.stages.evaluate import run_job
     from paracl.stages.evaluate_finetune import run_finetune_job
 
@@ -442,10 +443,11 @@ def test_bi_encoder_and_cross_encoder_jobs_end_to_end(tiny_bert, tmp_path, one_t
     cfg = {"raw_dir": raw, "max_eval_pairs": None, "encode_batch_size": 16, "seeds": [1, 2],
            "epochs": 1, "lr": 1e-3, "batch_size": 8, "patience": 1, "max_train": None,
            "max_dev": None, "max_test": 8, "max_seq_length": 32, "missing_splits": "resplit",
-           "dev_fraction": 0.1, "test_fraction": 0.2, "precision": "fp32", "train_layers": None,
+           "dev_fraction": 0.1, "test_fraction": 0.2, "train_layers": None,
            "length_grouping": False, "mini_batch_size": None, "finetune_head": "last_token",
            "baseline_seeds": None}  # fmt: skip
-    bi = run_job("none", "pi_xling", tiny_bert, cfg, seed=0, device=torch.device("cpu"))
+    run = RunSettings(seed=0, lang="en", device="cpu", precision="fp32")  # the run-wide keys
+    bi = run_job("none", "pi_xling", tiny_bert, cfg, run)
     assert set(bi["breakdown"]) == {"en", "ja", "en_ja", "ja_en", "translation"}
     # 20 % of 40 English pairs, fixed, and PAWS-X dev's threshold half: 6 of 12 lines
     # (ja, en_ja, ja_en: a pair each; translation: two)
@@ -453,7 +455,7 @@ def test_bi_encoder_and_cross_encoder_jobs_end_to_end(tiny_bert, tmp_path, one_t
     assert bi["threshold_on"] == ["en", "ja", "en_ja", "ja_en", "translation"]
     pairs = {"en": bi["test_pairs"], **{k: v["pairs"] for k, v in bi["eval_sets"].items()}}
     assert bi["score"] == pytest.approx(paper_mean(bi["breakdown"], pairs))  # Table I's mean
-    ce = run_finetune_job("none", "paws_xling", tiny_bert, cfg, 0, torch.device("cpu"))
+    ce = run_finetune_job("none", "paws_xling", tiny_bert, cfg, run)
     assert set(ce["eval_sets"]) == {"ja", "en_ja", "ja_en", "translation"}
     assert ce["samples"]["ja"]["pairs"] == 6 and len(ce["runs"]) == 2  # the scored half
     summary = sm.build_summary({"none": {"pi_xling": bi, "paws_xling": ce}},

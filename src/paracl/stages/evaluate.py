@@ -20,7 +20,7 @@ import numpy as np
 from paracl.core.device import precision_record, select_device
 from paracl.core.io import write_json
 from paracl.core.languages import profile
-from paracl.core.params import RunWide, Section, param
+from paracl.core.params import RunSettings, RunWide, Section, param
 from paracl.core.stage import args
 from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
 from paracl.parts.evaluation import tasks
@@ -114,15 +114,15 @@ def run_job(
     task: str,
     encoder_dir: str | Path,
     cfg: dict,
-    seed: int,
-    device,
+    run: RunSettings,
     train_metrics: str | Path | None = None,
 ) -> dict:
-    """Evaluate encoder `encoder_dir` (trained by `method`) on embedding job `task`.
+    """Evaluate encoder `encoder_dir` (trained by `method`) on embedding job `task`
+    (`cfg`: the evaluate section).
 
-    `seed` draws every sample of the job (the same for every method); `train_metrics`
-    is the training stage's metrics file for this method, read only to name the base
-    model that ran.
+    `run.seed` draws every sample of the job (the same for every method), on
+    `run.device` under `run.precision`; `train_metrics` is the training stage's metrics
+    file for this method, read only to name the base model that ran.
     """
     if task not in EMBEDDING_JOBS:
         hint = " (a fine-tuning task: stage evaluate_finetune)" if task in FINETUNE_JOBS else ""
@@ -130,18 +130,19 @@ def run_job(
     info = job_info(task)
     kinds = {"unsup_sts": _unsup_sts, "pi": _pi, "pi_xling": _pi_xling, "domain_sts": _jacsts,
              "retrieval": _qabot}  # fmt: skip
-    run = kinds[info["kind"]]
-    ran_in = precision_record(device, cfg["precision"])  # as _cache encodes
+    job, seed, precision = kinds[info["kind"]], run.seed, run.precision
+    device = select_device(run.device)
+    ran_in = precision_record(device, precision)  # as _cache encodes
     return job_result(
         method, task, encoder_dir, train_metrics,
-        lambda: {**run(task, info["lang"], encoder_dir, cfg, seed, device), "ran_in": ran_in},
+        lambda: {**job(task, info["lang"], encoder_dir, cfg, seed, device, precision),
+                 "ran_in": ran_in},
     )  # fmt: skip
 
 
-def _cache(model, cfg: dict) -> EmbeddingCache:
-    """The job's embedding cache, encoding under the run's `precision` (the top-level key,
-    put into cfg by the stage)."""
-    return EmbeddingCache(model, cfg["encode_batch_size"], cfg["precision"])
+def _cache(model, cfg: dict, precision: str) -> EmbeddingCache:
+    """The job's embedding cache, encoding under the run's `precision`."""
+    return EmbeddingCache(model, cfg["encode_batch_size"], precision)
 
 
 def _sample_note(cfg: dict, seed: int) -> str:
@@ -151,9 +152,11 @@ def _sample_note(cfg: dict, seed: int) -> str:
     return f"a seeded sample of at most {cap} pairs per set (seed {seed}, stratified)"
 
 
-def _unsup_sts(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+def _unsup_sts(
+    task: str, lang: str, encoder_dir, cfg: dict, seed: int, device, precision: str
+) -> dict:
     sets = sts_sets(lang, cfg["raw_dir"])
-    cache = _cache(load_encoder(encoder_dir, device), cfg)
+    cache = _cache(load_encoder(encoder_dir, device), cfg, precision)
     out = evaluate_unsup_sts(cache, sets, cfg["max_eval_pairs"], seed)
     scores = {k: round(v["spearman"], 2) for k, v in out["sets"].items()}
     log.info("unsup STS: %s (%.0f sentences/s)", scores, cache.speed()["sentences_per_second"])
@@ -162,10 +165,12 @@ def _unsup_sts(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) 
             "split_note": note}  # fmt: skip
 
 
-def _jacsts(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+def _jacsts(
+    task: str, lang: str, encoder_dir, cfg: dict, seed: int, device, precision: str
+) -> dict:
     """JACSTS (JCSE Table 6): cosine STS on the test pairs, as unsup_sts; the dev pairs'
     Spearman (`dev_score`) is the one to select a model or checkpoint by."""
-    cache = _cache(load_encoder(encoder_dir, device), cfg)
+    cache = _cache(load_encoder(encoder_dir, device), cfg, precision)
     out = evaluate_unsup_sts(cache, jacsts_sets(cfg["raw_dir"]), cfg["max_eval_pairs"], seed)
     out.pop("avg_spearman")  # of test and dev: not a number to report
     test, dev = out["sets"]["test"], out["sets"]["dev"]
@@ -175,13 +180,13 @@ def _jacsts(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> 
             "official_split": True, "split_note": note}  # fmt: skip
 
 
-def _qabot(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+def _qabot(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device, precision: str) -> dict:
     """QAbot (JCSE Table 6): retrieval in the 20 pools, texts cut to 64 tokens as the
     authors' evaluator cuts them; `score` is MAP, `breakdown` Table 6's four metrics.
     max_eval_pairs caps the shared pool's questions (every relevant one kept)."""
     model = load_encoder(encoder_dir, device)
     model.max_seq_length = MAX_LENGTH
-    cache = _cache(model, cfg)
+    cache = _cache(model, cfg, precision)
     pools = read_qabot(Path(cfg["raw_dir"]) / "jcse" / "QAbot")
     out = evaluate_qabot(cache, pools, cfg["max_eval_pairs"], seed)
     log.info("QAbot: %s (%.0f sentences/s)", out["metrics"], cache.speed()["sentences_per_second"])
@@ -194,8 +199,8 @@ def _qabot(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> d
             "official_split": True, "split_note": note}  # fmt: skip
 
 
-def _pi(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
-    cache = _cache(load_encoder(encoder_dir, device), cfg)
+def _pi(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device, precision: str) -> dict:
+    cache = _cache(load_encoder(encoder_dir, device), cfg, precision)
     sets = {
         name: evaluate_pi(cache, load_task_for(name, cfg, seed), cfg["max_eval_pairs"], seed)
         for name in profile(lang).pi_sets
@@ -210,7 +215,9 @@ def _pi(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict
     }
 
 
-def _pi_xling(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -> dict:
+def _pi_xling(
+    task: str, lang: str, encoder_dir, cfg: dict, seed: int, device, precision: str
+) -> dict:
     """The cross-lingual PI paper's evaluation (§IV): the cosine threshold that maximises
     accuracy on held-out English PAWS pairs, then accuracy on English PAWS-Wiki test (en),
     Japanese PAWS-X dev (ja, zero-shot) and its cross-lingual pairs (en_ja, ja_en; and the
@@ -232,10 +239,7 @@ def _pi_xling(task: str, lang: str, encoder_dir, cfg: dict, seed: int, device) -
 
 def main(params: dict) -> None:
     paths = args("run", "task", "encoder", "train_metrics", "out")
-    cfg = {**params["evaluate"], "precision": params["precision"]}  # encoding's autocast
+    cfg, run = params["evaluate"], RunSettings.of(params)
     check_inputs("evaluate.tasks", paths.task, paths.encoder, paths.train_metrics, cfg["raw_dir"])
-    device = select_device(params["device"])
-    result = run_job(
-        paths.run, paths.task, paths.encoder, cfg, params["seed"], device, paths.train_metrics
-    )
+    result = run_job(paths.run, paths.task, paths.encoder, cfg, run, paths.train_metrics)
     write_json(result, paths.out)

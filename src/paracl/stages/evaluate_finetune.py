@@ -15,7 +15,7 @@ from paracl.core.configs import from_section
 from paracl.core.device import select_device
 from paracl.core.errors import ParamsError
 from paracl.core.io import read_json, write_json
-from paracl.core.params import OtherSection, RunWide
+from paracl.core.params import OtherSection, RunSettings, RunWide
 from paracl.core.stage import args
 from paracl.parts.evaluation import tasks
 from paracl.parts.evaluation.job_result import check_inputs, job_result
@@ -90,22 +90,22 @@ def run_finetune_job(
     task: str,
     encoder_dir: str | Path,
     cfg: dict,
-    seed: int,
-    device,
+    run: RunSettings,
     train_metrics: str | Path | None = None,
 ) -> dict:
-    """Fine-tune encoder `encoder_dir` (trained by `method`) on `task`; `seed` draws the
-    splits' samples, `finetune_seeds` the fine-tuning seeds; `cfg` is the evaluate
-    section with the top-level `precision` added."""
+    """Fine-tune encoder `encoder_dir` (trained by `method`) on `task` (`cfg`: the
+    evaluate section) on `run.device` under `run.precision`; `run.seed` draws the splits'
+    samples, `finetune_seeds` the fine-tuning seeds."""
     if task not in FINETUNE_JOBS:
         raise KeyError(f"unknown fine-tuning task {task!r} (known: {', '.join(FINETUNE_JOBS)})")
     seeds = finetune_seeds(cfg, train_metrics)
+    seed, precision, device = run.seed, run.precision, select_device(run.device)
     return job_result(
         method,
         task,
         encoder_dir,
         train_metrics,
-        lambda: _finetune(task, encoder_dir, cfg, seed, device, seeds),
+        lambda: _finetune(task, encoder_dir, cfg, seed, device, precision, seeds),
     )
 
 
@@ -136,7 +136,9 @@ def _cap(data: TaskData, caps: dict[str, int | None], seed: int) -> dict:
     return records
 
 
-def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[int]) -> dict:
+def _finetune(
+    task: str, encoder_dir, cfg: dict, seed: int, device, precision: str, seeds: list[int]
+) -> dict:
     t = get_task(task)
     data = load_task_for(task, cfg, seed)
     caps = {"train": cfg["max_train"], "dev": cfg["max_dev"], "test": cfg["max_test"]}
@@ -145,7 +147,8 @@ def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[
         data.eval_sets[name], samples[name] = sample_rows(df, caps["test"], seed, "label")
     # epochs, lr and batch_size: the task's paper values where the section leaves them null
     paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size}
-    ft = from_section(FinetuneConfig, {**cfg, **{k: cfg[k] or v for k, v in paper.items()}})
+    section = {**cfg, **{k: cfg[k] or v for k, v in paper.items()}}
+    ft = from_section(FinetuneConfig, section, precision=precision)
     out = finetune_task(encoder_dir, data, ft, seeds, device)
     note = "the paper's splits" if data.official_split else "; ".join(
         f"{k}: {v}" for k, v in data.provenance.items())  # fmt: skip
@@ -169,12 +172,9 @@ def _finetune(task: str, encoder_dir, cfg: dict, seed: int, device, seeds: list[
 
 def main(params: dict) -> None:
     paths = args("run", "task", "encoder", "train_metrics", "out")
-    cfg = {**params["evaluate"], "precision": params["precision"]}  # fine-tuning's autocast
+    cfg, run = params["evaluate"], RunSettings.of(params)
     check_inputs(
         "evaluate.finetune_tasks", paths.task, paths.encoder, paths.train_metrics, cfg["raw_dir"]
     )
-    device = select_device(params["device"])
-    result = run_finetune_job(
-        paths.run, paths.task, paths.encoder, cfg, params["seed"], device, paths.train_metrics
-    )
+    result = run_finetune_job(paths.run, paths.task, paths.encoder, cfg, run, paths.train_metrics)
     write_json(result, paths.out)
