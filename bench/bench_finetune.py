@@ -103,12 +103,12 @@ def task_data(args):
     evaluate.max_train pairs unless --max-train says otherwise."""
     from paracl.parts.evaluation.tasks import load_task_for
     from paracl.schema import load_params
-    from paracl.stages.evaluate_finetune import _cap
+    from paracl.stages.evaluate_finetune import cap_splits
 
     cfg = dict(load_params()["evaluate"])
     cfg["raw_dir"] = args.raw_dir or cfg["raw_dir"]
     data = load_task_for(args.task, cfg, args.seed)
-    _cap(data, {"train": args.max_train or cfg.get("max_train")}, args.seed)
+    cap_splits(data, {"train": args.max_train or cfg.get("max_train")}, args.seed)
     return data
 
 
@@ -135,11 +135,11 @@ def batches(args, n: int) -> list[list[int]]:
 def run_paracl(args, data, model, tokenizer, precision: str) -> dict:
     """The stage's step: the train split tokenized once, then `Fit.step` per batch."""
     from paracl.core.device import seed_everything
-    from paracl.parts.finetune.tuning import TrainTokens, _targets, make_fit
+    from paracl.parts.finetune.tuning import TrainTokens, make_fit, task_targets
 
     cpu, cfg, todo = torch.device("cpu"), config(args, precision), batches(args, len(data.train))
     t0 = time.perf_counter()
-    y = _targets(data.train, data, "train")
+    y = task_targets(data.train, data, "train")
     tokens = TrainTokens(tokenizer, data.train, y, cfg.max_seq_length)
     tokenize_s = time.perf_counter() - t0
     fit = make_fit(model, tokens, cfg, cpu, len(todo))
@@ -157,12 +157,12 @@ def run_bare(args, data, model, tokenizer, precision: str) -> dict:
     """The floor: paracl's batches tokenized and padded by the tokenizer before the clock,
     then forward, backward, clip at 1.0, paracl's AdamW and schedule (`make_fit`)."""
     from paracl.core.device import autocast, seed_everything
-    from paracl.parts.finetune.tuning import _encode, _targets, make_fit
+    from paracl.parts.finetune.tuning import encode_rows, make_fit, task_targets
 
     cpu, cfg, todo = torch.device("cpu"), config(args, precision), batches(args, len(data.train))
-    y = _targets(data.train, data, "train")
+    y = task_targets(data.train, data, "train")
     t0 = time.perf_counter()
-    feats = [{**_encode(tokenizer, data.train, idx, cfg.max_seq_length), "labels": y[idx]}
+    feats = [{**encode_rows(tokenizer, data.train, idx, cfg.max_seq_length), "labels": y[idx]}
              for idx in todo]  # fmt: skip
     tokenize_s = time.perf_counter() - t0
     fit = make_fit(model, None, cfg, cpu, len(todo))  # its optimizer and schedule only
@@ -189,9 +189,9 @@ def run_trainer(args, data, model, tokenizer, precision: str) -> dict:
     from transformers import DataCollatorWithPadding, Trainer, TrainerCallback, TrainingArguments
 
     from paracl.core.device import autocast_dtype
-    from paracl.parts.finetune.tuning import TrainTokens, _targets
+    from paracl.parts.finetune.tuning import TrainTokens, task_targets
 
-    tokens = TrainTokens(tokenizer, data.train, _targets(data.train, data, "train"), 128)
+    tokens = TrainTokens(tokenizer, data.train, task_targets(data.train, data, "train"), 128)
     columns = {key: [row[k].tolist() for row in tokens.rows] for k, key in enumerate(tokens.keys)}
     train = Dataset.from_dict({**columns, "labels": tokens.targets.tolist()})
     dtype, clock = autocast_dtype(torch.device("cpu"), precision), Steps()

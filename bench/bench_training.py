@@ -60,7 +60,7 @@ from paracl.core.freeze import freeze
 from paracl.core.models import resolve_model
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
-from paracl.parts.training.trainer import TrainConfig, _batches, train
+from paracl.parts.training.trainer import TrainConfig, epoch_batches, train
 from paracl.schema import load_params
 
 WORDS = (
@@ -152,7 +152,7 @@ def run_bare(path: str, pairs: pd.DataFrame, args, precision: str) -> Run:
     device, tok, n = model.device, model.tokenizer, len(pairs)
     clock = Clock()
     seed_everything(0)  # as train() does: the same dropout masks
-    batches = _batches(n, args.batch_size, 0, 0)
+    batches = epoch_batches(n, args.batch_size, 0, 0)
     texts = pairs.anchor.astype(str).tolist() + pairs.positive.astype(str).tolist()
     enc = tok(texts, truncation=True, max_length=model.max_seq_length)
     rows = [{k: v[i] for k, v in enc.items()} for i in range(2 * n)]

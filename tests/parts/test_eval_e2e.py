@@ -248,9 +248,9 @@ def test_finetune_mini_batches_give_the_whole_batchs_gradient(task, tiny_llama, 
     from paracl.parts.encoder.embed import transformer_dir
     from paracl.parts.finetune.tuning import (
         TrainTokens,
-        _targets,
         causal_pad,
         chunks,
+        task_targets,
         token_counts,
         train_step,
     )
@@ -266,7 +266,7 @@ def test_finetune_mini_batches_give_the_whole_batchs_gradient(task, tiny_llama, 
     ).eval()  # no dropout: the two runs see the same function
     causal_pad(tok, model)
     cfg = part_config(FinetuneConfig, epochs=1, lr=1e-3, batch_size=8, max_seq_length=64)
-    lengths, y = token_counts(tok, data, 64), _targets(data.train, data, "train")
+    lengths, y = token_counts(tok, data, 64), task_targets(data.train, data, "train")
     tokens = TrainTokens(tok, data.train, y, 64)
     assert tokens.lengths == lengths
     batch = list(range(8))

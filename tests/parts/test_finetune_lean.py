@@ -18,12 +18,12 @@ from paracl.parts.finetune import tuning
 from paracl.parts.finetune.tuning import (
     FinetuneConfig,
     TrainTokens,
-    _encode,
-    _targets,
+    encode_rows,
     epoch_loss,
     finetune_task,
     make_fit,
     task_model,
+    task_targets,
 )
 
 CPU = torch.device("cpu")
@@ -63,7 +63,7 @@ def test_a_seeded_run_gives_the_numbers_the_step_by_step_tokenizing_run_gives(
     name, tiny_bert, llama_encoder, raw, monkeypatch
 ):
     """The lean step against the step it replaced, in one process, so on one CPU's float
-    kernels: before it, every step tokenized its batch (`_encode`), which is what the steps
+    kernels: before it, every step tokenized its batch (`encode_rows`), which is what the steps
     do with the token cache off. Same seed, same batches, so the same bits: losses, dev and
     test scores are compared for equality. (Numbers recorded on another CPU kind cannot be
     compared so: AVX2, AVX-512 and AMX kernels round differently, and a tiny model's Pearson
@@ -103,11 +103,11 @@ def test_cached_batches_are_the_tensors_tokenizing_the_batch_gives(
     df, y = _pairs(kind == "bert_single"), torch.arange(12.0)
     tokens = TrainTokens(tok, df, y, 64)
     for idx in ([0, 5, 9], [11, 2], [7], list(range(12))):
-        got, want = tokens.batch(idx, CPU), dict(_encode(tok, df, idx, 64))
+        got, want = tokens.batch(idx, CPU), dict(encode_rows(tok, df, idx, 64))
         assert got.keys() == {*want, "labels"} and torch.equal(got.pop("labels"), y[idx])
         assert all(torch.equal(got[k], v) and got[k].dtype == v.dtype for k, v in want.items())
     assert tokens.enabled and tokens.checked
-    assert tokens.lengths == _encode(tok, df, range(12), 64)["attention_mask"].sum(1).tolist()
+    assert tokens.lengths == encode_rows(tok, df, range(12), 64)["attention_mask"].sum(1).tolist()
 
 
 def test_a_cache_that_differs_from_the_tokenizer_turns_itself_off(tiny_bert, monkeypatch):
@@ -123,7 +123,7 @@ def test_a_cache_that_differs_from_the_tokenizer_turns_itself_off(tiny_bert, mon
     monkeypatch.setattr(tuning, "pad_rows", shifted)
     got = tokens.batch([1, 2], CPU)
     assert not tokens.enabled
-    assert torch.equal(got["input_ids"], _encode(tok, df, [1, 2], 32)["input_ids"])
+    assert torch.equal(got["input_ids"], encode_rows(tok, df, [1, 2], 32)["input_ids"])
 
 
 def test_a_step_reads_nothing_back_to_the_host(tiny_bert, monkeypatch):
@@ -171,6 +171,6 @@ def test_the_epoch_loss_adds_up_as_the_step_by_step_reads_did():
 def test_training_targets_are_the_labels_each_row_gets(tiny_bert, raw):
     data = load_task("stsb", raw, seed=0)
     tok = AutoTokenizer.from_pretrained(tiny_bert)
-    y = _targets(data.train, data, "train")
+    y = task_targets(data.train, data, "train")
     tokens = TrainTokens(tok, data.train, y, 32)
     assert torch.equal(tokens.batch([3, 1], CPU)["labels"], y[[3, 1]])

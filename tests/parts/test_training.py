@@ -450,15 +450,15 @@ def test_ebsim_on_a_causal_lm_scores_pairs_by_their_content(tiny_llama, tiny_ber
 
 def test_length_grouping_batches_are_a_seeded_partition_of_similar_lengths():
     from paracl.core.batching import GROUP_WINDOW
-    from paracl.parts.training.trainer import _batches
+    from paracl.parts.training.trainer import epoch_batches
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(4, 33, size=1000).tolist()
-    grouped = _batches(1000, 8, seed=3, epoch=0, lengths=lengths)
-    assert grouped == _batches(1000, 8, seed=3, epoch=0, lengths=lengths)  # seeded
-    assert grouped != _batches(1000, 8, seed=3, epoch=1, lengths=lengths)
+    grouped = epoch_batches(1000, 8, seed=3, epoch=0, lengths=lengths)
+    assert grouped == epoch_batches(1000, 8, seed=3, epoch=0, lengths=lengths)  # seeded
+    assert grouped != epoch_batches(1000, 8, seed=3, epoch=1, lengths=lengths)
     assert sorted(i for b in grouped for i in b) == list(range(1000))  # every example once
-    plain = _batches(1000, 8, seed=3, epoch=0)
+    plain = epoch_batches(1000, 8, seed=3, epoch=0)
     padded = {  # tokens a batch pads to, summed: the work the grouping saves
         name: sum(len(b) * max(lengths[i] for i in b) for b in batches)
         for name, batches in (("grouped", grouped), ("plain", plain))

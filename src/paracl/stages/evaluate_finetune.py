@@ -120,7 +120,7 @@ def finetune_seeds(cfg: dict, train_metrics: str | Path | None) -> list[int]:
     return list(cfg["seeds"])
 
 
-def _cap(data: TaskData, caps: dict[str, int | None], seed: int) -> dict:
+def cap_splits(data: TaskData, caps: dict[str, int | None], seed: int) -> dict:
     """A seeded sample of each split in `caps` (same for every method and fine-tuning
     seed), stratified by label for classes and by genre where a set has one; the records.
     A capped test split is a sample of the whole set, never its first rows."""
@@ -142,7 +142,7 @@ def _finetune(
     t = get_task(task)
     data = load_task_for(task, cfg, seed)
     caps = {"train": cfg["max_train"], "dev": cfg["max_dev"], "test": cfg["max_test"]}
-    samples = _cap(data, caps, seed)
+    samples = cap_splits(data, caps, seed)
     for name, df in data.eval_sets.items():  # zero-shot / cross-lingual sets: test's cap
         data.eval_sets[name], samples[name] = sample_rows(df, caps["test"], seed, "label")
     # epochs, lr and batch_size: the task's paper values where the section leaves them null

@@ -97,7 +97,9 @@ class FinetuneConfig:
         return {**out, **fixed, "eval_batch_size": EVAL_BATCH_SIZE}
 
 
-def _targets(df: pd.DataFrame, data: TaskData, split: str) -> torch.Tensor:
+def task_targets(df: pd.DataFrame, data: TaskData, split: str) -> torch.Tensor:
+    """The labels of `df` (a `split` of `data`) as the head trains on them: a regression
+    score scaled to [0, 1], or a class index; a label the task does not know names the split."""
     task = data.task
     if task.kind == "regression":
         lo, hi = task.score_range
@@ -113,7 +115,9 @@ def _targets(df: pd.DataFrame, data: TaskData, split: str) -> torch.Tensor:
     return torch.tensor([index[v] for v in df["label"]], dtype=torch.long)
 
 
-def _encode(tokenizer, df: pd.DataFrame, idx, max_length: int):
+def encode_rows(tokenizer, df: pd.DataFrame, idx, max_length: int):
+    """Rows `idx` of `df` tokenized as the model reads them: one sentence, a pair, or a
+    causal LM's pair (causal_pairs), cut at `max_length` and padded to the longest."""
     s1 = df["sentence1"].iloc[idx].tolist()
     s2 = df["sentence2"].iloc[idx].tolist()
     if any(v is None for v in s2):  # single-sentence task (SST-2, CoLA)
@@ -166,23 +170,23 @@ def predict(model, tokenizer, df: pd.DataFrame, cfg: FinetuneConfig, device, reg
     with torch.inference_mode(), autocast(device, cfg.precision):
         for start in range(0, len(df), EVAL_BATCH_SIZE):
             idx = order[start : start + EVAL_BATCH_SIZE]
-            enc = _encode(tokenizer, df, idx, cfg.max_seq_length).to(device)
+            enc = encode_rows(tokenizer, df, idx, cfg.max_seq_length).to(device)
             logits = model(**enc).logits.float()
             out[idx] = (logits[:, 0] if regression else logits.argmax(-1)).cpu().numpy()
     return out
 
 
 def _score(data: TaskData, df: pd.DataFrame, pred, metrics: list[str]) -> dict[str, float]:
-    gold = _targets(df, data, "eval").numpy()
+    gold = task_targets(df, data, "eval").numpy()
     return {m: METRICS[m](pred, gold) for m in metrics}
 
 
 def token_counts(tokenizer, data: TaskData, max_length: int) -> list[int]:
-    """Tokens per training row as `_encode` feeds it (the pair, cut at `max_length`): what
+    """Tokens per training row as `encode_rows` feeds it (the pair, cut at `max_length`): what
     length-grouped batches sort by. Random STS-B batches of 32 pad to 2.7x their real
     tokens (SmolLM2, 1,000 pairs), SICK-E's to 1.8x."""
     rows = np.arange(len(data.train))
-    return _encode(tokenizer, data.train, rows, max_length)["attention_mask"].sum(1).tolist()
+    return encode_rows(tokenizer, data.train, rows, max_length)["attention_mask"].sum(1).tolist()
 
 
 class TrainTokens:
@@ -190,14 +194,14 @@ class TrainTokens:
     small model tokenizing is a large share of the step: bench/bench_finetune.py --tiny).
 
     Each pair's tokens are kept without their padding (paracl.core.token_rows) and a step
-    pads its rows to their longest as `_encode` pads them, so the batch is the same tensors
+    pads its rows to their longest as `encode_rows` pads them, so the batch is the same tensors
     and the losses the same bits. Checked, not assumed: until a batch that needed padding
-    has matched `_encode` exactly, each batch is compared; a difference turns the cache off
+    has matched `encode_rows` exactly, each batch is compared; a difference turns the cache off
     and the steps tokenize their batch as before."""
 
     def __init__(self, tokenizer, df: pd.DataFrame, targets: torch.Tensor, max_length: int):
         self.tokenizer, self.df, self.targets, self.max_length = tokenizer, df, targets, max_length
-        enc = _encode(tokenizer, df, np.arange(len(df)), max_length)
+        enc = encode_rows(tokenizer, df, np.arange(len(df)), max_length)
         self.keys = {k: v.dtype for k, v in enc.items()}
         self.rows = split_rows(enc, list(self.keys), tokenizer.padding_side == "left")
         self.lengths = [row.shape[1] for row in self.rows]  # what grouped batches sort by
@@ -207,13 +211,13 @@ class TrainTokens:
         """Model inputs and `labels` of rows `idx` on `device` (pinned, non-blocking on CUDA)."""
         enc = self._collate(idx) if self.enabled else None
         if enc is None:
-            enc = dict(_encode(self.tokenizer, self.df, idx, self.max_length))
+            enc = dict(encode_rows(self.tokenizer, self.df, idx, self.max_length))
         return to_device({**enc, "labels": self.targets[idx]}, device)
 
     def _collate(self, idx: list[int]) -> dict | None:
         enc = pad_rows([self.rows[i] for i in idx], self.keys, self.tokenizer)
         if not self.checked:
-            ref = _encode(self.tokenizer, self.df, idx, self.max_length)
+            ref = encode_rows(self.tokenizer, self.df, idx, self.max_length)
             if ref.keys() != enc.keys() or not all(torch.equal(ref[k], enc[k]) for k in ref):
                 log.info("fine-tuning token cache off (steps tokenize): a batch differs")
                 self.enabled = False
@@ -400,7 +404,7 @@ def finetune_once(
     model.to(device)
     trained = trainable(model, cfg.train_layers)
     tokens = TrainTokens(
-        tokenizer, data.train, _targets(data.train, data, "train"), cfg.max_seq_length
+        tokenizer, data.train, task_targets(data.train, data, "train"), cfg.max_seq_length
     )
     steps = math.ceil(len(data.train) / cfg.batch_size) * cfg.epochs
     best_dev, best_epoch, losses = _train(make_fit(model, tokens, cfg, device, steps), data, seed)

@@ -113,7 +113,7 @@ class TrainResult:
 Logger = Callable[[str, float, int], None]
 
 
-def _batches(
+def epoch_batches(
     n: int, size: int, seed: int, epoch: int, lengths: list[int] | None = None
 ) -> list[list[int]]:
     """Seeded shuffle per epoch (grouped by length with `lengths`: paracl.core.batching); the
@@ -334,7 +334,9 @@ class _Loop:
 
     def batches(self, epoch: int) -> list[list[int]]:
         config = self.config
-        return _batches(len(self.examples), config.batch_size, config.seed, epoch, self.lengths)
+        return epoch_batches(
+            len(self.examples), config.batch_size, config.seed, epoch, self.lengths
+        )
 
     def record(self, key: str, value: float, step: int) -> None:
         self.progress.logged.append((key, value, step))
