@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from stage_helpers import squeezed
 
+from paracl.core.languages import codes
 from paracl.report import params_reference
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,10 +21,17 @@ def test_the_default_column_is_params_yamls_value(tmp_path):
     path.write_text(text.replace("\ntheta: 0.3 ", "\ntheta: 0.45 ", 1), encoding="utf-8")
     page = squeezed(params_reference(path))
     assert "| `theta` | float | [0.0, 1.0] | `0.45` | keep paraphrase rules" in page
-    per_lang = "int per language (en, ja) | [1, 20] | `{en: 6, ja: 7}` |"
+    # a per-language key: one value per language with a profile (en, ja, and any added)
+    langs, values = ", ".join(codes()), yaml.safe_load(text)
+    words = ", ".join(f"{k}: {v}" for k, v in values["ppdb_substitute"]["max_phrase_words"].items())
+    assert words.startswith("en: 6, ja: 7")
+    per_lang = f"int per language ({langs}) | [1, 20] | `{{{words}}}` |"
     assert f"| `ppdb_substitute.max_phrase_words` | {per_lang}" in page
-    sections = "one of `text`, `wiki40b`, `jaquad` |  | `{en: text, ja: jaquad}` |"  # each entry's
-    assert f"| `prepare_corpus.input.{{en,ja}}.format` | {sections}" in page
+    inputs = values["prepare_corpus"]["input"]
+    formats = ", ".join(f"{k}: {v['format']}" for k, v in inputs.items())
+    assert formats.startswith("en: text, ja: jaquad")
+    sections = f"one of `text`, `wiki40b`, `jaquad` |  | `{{{formats}}}` |"  # each entry's
+    assert f"| `prepare_corpus.input.{{{','.join(codes())}}}.format` | {sections}" in page
     # an entry's key: required, or the value an entry that leaves it out gets
     assert "| `train_contrastive.methods.<name>.loss` | str |  | required |" in page
     assert "| `train_contrastive.methods.<name>.data` | str or null |  | `null` |" in page

@@ -2,10 +2,10 @@
 
 Why: a stage asks `profile(lang)` for its language's splitter, tokenizer, language-ID
 code, BLEU tokenizer, noun-chunk pipeline, evaluation jobs and data files instead of
-branching on a language code, so adding a language is a profile file here, a preset and its
-data rows (docs/extending.md). A profile is data: where a part implements something
-(a sentence splitter, a tokenizer, the STS sets' readers), the profile names it and the
-part resolves the name, so core imports no part.
+branching on a language code, so adding a language is a profile file here (found: no list
+names it), its entries in params.yaml and a preset (docs/extending.md). A profile is data:
+where a part implements something (a sentence splitter, a tokenizer, the STS sets'
+readers), the profile names it and the part resolves the name, so core imports no part.
 
 `en` and `ja` are the corpus languages; `de` is a pivot only (a translation prompt's
 name and examples, paracl.stages.roundtrip), not a corpus language.
@@ -13,6 +13,8 @@ name and examples, paracl.stages.roundtrip), not a corpus language.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -84,7 +86,10 @@ def pivots() -> list[str]:
     return [*PROFILES, *PIVOTS]
 
 
-from paracl.core.languages import de, en, ja  # noqa: E402, F401  (each registers itself)
+# Every module of this package is a language that registers itself: a new language is a
+# file here, found rather than listed (the core loads its own modules, never one above it).
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
-ENGLISH, JAPANESE = en.PROFILE, ja.PROFILE
+ENGLISH, JAPANESE = PROFILES["en"], PROFILES["ja"]
 DEFAULT = ENGLISH.code  # a function's default language: the PPDB paper's
