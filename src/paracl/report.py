@@ -463,14 +463,14 @@ def _claim_rows(root: Path) -> dict[tuple, list[str]]:
     """{(claim, measure, Δ, p, n, verdict): the presets that measured it} of every committed
     result (tables kept only for comparison, PRE_FIX, left out; a claim two presets share
     with the same numbers is one row naming both)."""
-    from paracl.stages.summary import format_p, measure_title, verdict
+    from paracl.stages.summary import format_p, judged_claims, measure_title, verdict
 
     rows: dict[tuple, list[str]] = {}
     for name in result_names(root / "results"):
         path = root / "results" / name / "summary.json"
         if not path.is_file() or pre_fix(root / "results", name):
             continue
-        for c in read_json(path).get("claims") or []:
+        for c in judged_claims(read_json(path)):  # a claim on two bases reads refused
             if "untested" in c:
                 continue
             p = "n/a" if c["p"] is None else format_p(c["p"])
@@ -485,7 +485,8 @@ CLAIMS_LEGEND = (
     "Δ: the claim's method minus the method it should beat, ×100; p: Welch's t-test over "
     "their seeds; n: seeds on each side; holds: p < 0.05 and Δ > 0; not testable: fewer "
     "than 2 seeds on a side, or the method to beat at chance (its mean not above the better "
-    "constant answer, accept every pair or none, by more than its seed sd)."
+    "constant answer, accept every pair or none, by more than its seed sd); refused: rows on "
+    "two bases."
 )
 
 

@@ -109,15 +109,34 @@ PAPER_CLAIMS = {
 }
 
 
-@pytest.mark.parametrize("name", PRESETS)
-def test_every_claim_of_the_presets_papers_has_both_its_methods(name):
+# Each paper's rows on its paper's base (train_contrastive.base_model, or a method's own):
+# BERT for the English rows, the cross-lingual PI paper's LaBSE, JCSE's cl-tohoku BERT
+# (§4.4); PPDB's Japanese rows on rinna RoBERTa, with the round-trip and EBSIM rows beside
+# them (neither paper names a Japanese base).
+BERT, RINNA = "bert-base-uncased", "rinna/japanese-roberta-base"
+PAPER_BASES = {
+    "paper-en": {"PPDB": BERT, "Round trip": BERT, "EBSIM": BERT,
+                 "Cross-lingual PI": "sentence-transformers/LaBSE"},
+    "paper-ja": {"PPDB": RINNA, "Round trip": RINNA, "EBSIM": RINNA,
+                 "JCSE": "cl-tohoku/bert-base-japanese"},
+}  # fmt: skip
+MIN_SEEDS = 5  # training seeds of every row a claim rests on (the papers average 5)
+
+
+def preset_claims(name: str) -> list[tuple[str, str | tuple, str | tuple, str]]:
+    """(claim, method, other, measure) of every claim of the preset's papers, as its rows:
+    the PI paper's on LaBSE (labse_*), its cross-encoder labse_none fine-tuned."""
     from paracl.stages.summary import CLAIMS, CROSS_ENCODER, PI_CLAIMS
 
-    methods = preset_params(name)["train_contrastive"]["methods"]
-    # the PI paper's rows are on LaBSE (labse_*); its cross-encoder is labse_none fine-tuned
     labse = [(c, *("labse_" + ("none" if m == CROSS_ENCODER else m) for m in pair), on)
              for c, *pair, on in PI_CLAIMS]  # fmt: skip
-    claims = [c for c in (*CLAIMS, *labse) if c[0].startswith(PAPER_CLAIMS[name])]
+    return [c for c in (*CLAIMS, *labse) if c[0].startswith(PAPER_CLAIMS[name])]
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_claim_of_the_presets_papers_has_both_its_methods(name):
+    methods = preset_params(name)["train_contrastive"]["methods"]
+    claims = preset_claims(name)
     assert {p for p in PAPER_CLAIMS[name] if any(c[0].startswith(p) for c in claims)} == set(
         PAPER_CLAIMS[name]
     )
@@ -127,9 +146,15 @@ def test_every_claim_of_the_presets_papers_has_both_its_methods(name):
 
 def _setting(method: str, key: str, params: dict):
     """A method's value of a shared training key: its own, else the shared one (seeds:
-    its own, else train_contrastive.seeds; `precision`: else the top-level key)."""
+    its own, else train_contrastive.seeds; `precision`: else the top-level key). A method
+    that continues another's encoder (jcse_two_stage) is on that method's `base_model`."""
+    from paracl.parts.runs import ENCODERS
+
     tc = params["train_contrastive"]
     entry = tc["methods"][method]
+    parent = str(entry["input"]).rstrip("/").removeprefix(ENCODERS)
+    if key == "base_model" and entry.get("data") is not None and parent in tc["methods"]:
+        return _setting(parent, key, params)
     if key in entry:
         return entry[key]
     return params["precision"] if key == "precision" else tc.get(key)
@@ -157,6 +182,46 @@ def test_every_claim_compares_like_with_like(name):
             if va != vb:
                 unlike.append(f"{claim}: {key} differs ({a}: {va!r}, {b}: {vb!r})")
     assert not unlike, f"{name}:\n" + "\n".join(unlike)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_each_papers_claims_compare_rows_on_its_papers_base(name):
+    """A claim compares two rows on one base, its paper's (PAPER_BASES); the message names
+    each row's base (the summary refuses a claim whose rows ran on two: test_summary.py)."""
+    params = validate_all(preset_params(name))
+    methods = params["train_contrastive"]["methods"]
+    wrong = []
+    for claim, *pair, _ in preset_claims(name):
+        want = next(b for p, b in PAPER_BASES[name].items() if claim.startswith(p))
+        for m in (_present(m, methods) for m in pair):
+            if _setting(m, "base_model", params) != want:
+                wrong.append(f"{claim}: {m} on {_setting(m, 'base_model', params)}, not {want}")
+    assert not wrong, f"{name}:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_row_a_claim_rests_on_trains_five_seeds(name):
+    """Each claim's two rows train >= MIN_SEEDS seeds (train_contrastive.runs, as `paracl
+    preset` writes them). `none` trains nothing (one exact value: the PI claims test the
+    method's seeds against it); a cross-encoder row's seeds are its fine-tuning seeds."""
+    from paracl.parts.runs import expand_runs
+    from paracl.stages.summary import run_groups
+
+    params = validate_all(preset_params(name))
+    tc = params["train_contrastive"]
+    rows = run_groups(expand_runs(tc))
+    few = []
+    for claim, *pair, measure in preset_claims(name):
+        for m in (_present(m, tc["methods"]) for m in pair):
+            if tc["methods"][m]["loss"] == "none":
+                if measure == "pi_within":  # against its cross-encoder: fine-tuning seeds
+                    n = len(params["evaluate"]["seeds"])
+                    few += [f"{claim}: {m}'s cross-encoder: {n} seeds"] if n < MIN_SEEDS else []
+                continue
+            if len(rows[m]) < MIN_SEEDS:
+                few.append(f"{claim}: {m} trains {len(rows[m])} seed(s)")
+    listed = "\n".join(sorted(set(few)))
+    assert not few, f"{name}: fewer than {MIN_SEEDS} training seeds:\n{listed}"
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -397,6 +462,7 @@ def check_paper_summary(project: Path, name: str) -> None:
     assert all(any(c["claim"].startswith(p) for c in ours) for p in PAPER_CLAIMS[name]), found
     for c in ours:  # against the untrained base: a one-sample test over the method's seeds
         assert "untested" not in c and min(c["n_seeds"]) >= 2, c
+        assert "refused" not in c and c["base"], c  # rows on one base, named
         if c["claim"].startswith("Cross-lingual PI"):
             assert c["measure"] in PI_MEASURES, c  # its own accuracies (Table I, II)
         else:

@@ -40,6 +40,9 @@ ARCHITECTURES: dict[str, str] = {
     "HuggingFaceTB/SmolLM2-135M-Instruct": "llama",  # effect-en's plain base
     "google/gemma-3-270m": "gemma3_text",  # effect-ja's plain base
     "sentence-transformers/LaBSE": "bert",  # the cross-lingual PI paper's base (paper-en)
+    # JCSE's base (paper-ja's jcse rows): BERT whose tokenizer splits words with MeCab
+    # (BertJapaneseTokenizer, fugashi + ipadic): its own code path, so its own key here
+    "cl-tohoku/bert-base-japanese": "bert-japanese",
 }
 
 # params keys (dotted) that name a model, and what the pipeline does with that model.
@@ -64,7 +67,8 @@ def is_hub_id(value: str) -> bool:
 
 
 def preset_models(preset: dict) -> list[tuple[str, str, str]]:
-    """(params key, hub id, role) for every hub model the preset names."""
+    """(params key, hub id, role) for every hub model the preset names, a method's own
+    base_model included (an encoder)."""
     out = []
     for key, role in MODEL_KEYS.items():
         node: Any = preset
@@ -72,6 +76,11 @@ def preset_models(preset: dict) -> list[tuple[str, str, str]]:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, str) and is_hub_id(node):
             out.append((key, node, role))
+    methods = (preset.get("train_contrastive") or {}).get("methods") or {}
+    for name, entry in methods.items():
+        base = entry.get("base_model") if isinstance(entry, dict) else None
+        if isinstance(base, str) and is_hub_id(base):
+            out.append((f"train_contrastive.methods.{name}.base_model", base, "encoder"))
     return out
 
 
@@ -312,6 +321,11 @@ def _build(arch: str, request, tmp_path_factory) -> Path:
         return tiny_models.build_tiny_deberta_v2(out)
     if arch in ("llama", "gemma3_text"):
         return tiny_models.build_tiny_model(arch, out)
+    if arch == "bert-japanese":  # the hub cache's tiny cl-tohoku/bert-base-japanese
+        from paracl.testing.hub_cache import BUILDERS
+
+        BUILDERS["cl-tohoku/bert-base-japanese"](out, 0)
+        return out
     raise AssertionError(f"no tiny builder for {arch}")
 
 

@@ -12,9 +12,11 @@ from paracl.stages.summary import (
     NOT_RUN,
     build_summary,
     effect_vs,
+    judged_claims,
     load_results,
     run_groups,
     to_markdown,
+    verdict,
 )
 
 METHODS = {
@@ -370,3 +372,51 @@ def test_the_pi_papers_jobs_stay_out_of_the_ppdb_papers_fine_tuned_average():
     claim = next(c for c in summary["claims"] if c["other"] == "simcse_unsup")
     assert claim["measure"] == "finetune" and claim["n_seeds"] == [2, 2]
     assert claim["diff"] == pytest.approx(6.0)
+
+
+def test_a_claim_names_its_rows_base_and_refuses_rows_on_two_bases():
+    """Each paper's rows on its own base: a claim compares two rows on one base model and
+    names it; rows that ran on two bases are refused, naming each row's base (a toy pair:
+    ppdb on one base, simcse_unsup on another). A continued encoder (jcse_two_stage from
+    models/encoders/jcse_sN) is on the base of the run it continues."""
+
+    def on(score: float, base: str) -> dict:
+        return {**_finetuned(score), "encoder": {"base_model": {"id": base}}}
+
+    scores = {"ppdb_s1": 40.0, "ppdb_s2": 41.0, "ppdb_s3": 42.0,
+              "simcse_unsup_s1": 31.0, "simcse_unsup_s2": 29.0}  # fmt: skip
+    alike = {m: {"stsb": on(s, "rinna/japanese-roberta-base")} for m, s in scores.items()}
+    [claim] = build_summary(alike, ["stsb"], "all", GROUPS)["claims"]
+    assert claim["base"] == "rinna/japanese-roberta-base" and claim["holds"]
+    assert "refused" not in claim
+    mixed = {**alike, **{f"simcse_unsup_s{i}": {"stsb": on(s, "cl-tohoku/bert-base-japanese")}
+                         for i, s in ((1, 31.0), (2, 29.0))}}  # fmt: skip
+    summary = build_summary(mixed, ["stsb"], "all", GROUPS)
+    [claim] = summary["claims"]
+    assert claim["base"] is None and not claim["holds"]
+    assert claim["refused"] == (
+        "rows on two bases (ppdb on rinna/japanese-roberta-base; "
+        "simcse_unsup on cl-tohoku/bert-base-japanese)"
+    )
+    assert verdict(claim).startswith("refused: rows on two bases (ppdb on rinna/")
+    line = next(x for x in squeezed(to_markdown(summary)).splitlines()
+                if x.startswith("| PPDB Table 3"))  # fmt: skip
+    assert "| two |" in line and "| refused: rows on two bases" in line
+    # a summary.json written before claims named a base is judged from its rows
+    old = {**summary, "claims": [{k: v for k, v in claim.items() if k not in ("base", "refused")}
+                                 | {"holds": True}]}  # fmt: skip
+    [judged] = judged_claims(old)
+    assert judged["refused"] == claim["refused"] and not judged["holds"]
+    # stage two continues stage one's encoder of the same seed: one base, jcse's
+    methods = {"jcse": {"loss": "jcse", "input": "negatives.parquet", "seeds": [1, 2]},
+               "jcse_two_stage": {"loss": "jcse", "input": "models/encoders/jcse",
+                                  "data": "nli.tsv", "seeds": [1, 2]}}  # fmt: skip
+    groups = run_groups(expand_runs({"methods": methods, "seeds": None}))
+    tohoku = "cl-tohoku/bert-base-japanese"
+    ran = {"jcse_s1": (70.0, tohoku), "jcse_s2": (71.0, tohoku),
+           "jcse_two_stage_s1": (74.0, "models/encoders/jcse_s1"),
+           "jcse_two_stage_s2": (75.0, "models/encoders/jcse_s2")}  # fmt: skip
+    results = {run: {"unsup_sts_ja": {**_result(score), "encoder": {"base_model": {"id": base}}}}
+               for run, (score, base) in ran.items()}  # fmt: skip
+    [claim] = build_summary(results, ["unsup_sts_ja"], "all", groups)["claims"]
+    assert claim["base"] == tohoku and "refused" not in claim

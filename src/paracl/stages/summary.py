@@ -23,7 +23,10 @@ cosine STS, the fine-tuned average or JCSE's domain sets; MEASURES). Where both 
 rows, the summary compares them on that measure alone: the difference of their seed means
 and Welch's two-sample t-test over their seeds (two methods' runs are independent, so there
 is nothing to pair). A claim "holds" when p < 0.05 and the difference has the paper's sign;
-with fewer than two seeds on a side it is "not testable".
+with fewer than two seeds on a side it is "not testable". A claim compares two rows on one
+base model (each paper's rows on its own): each claim names the base its rows ran on (the
+runs' metrics; a continued encoder, jcse_two_stage, is on the base of the one it continues),
+and a claim whose rows ran on two bases is refused, naming them.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from paracl.core.stage import args
 from paracl.core.tables import header_cells, markdown_table
 from paracl.parts.evaluation.pi_classes import PI_CLASSES, chance, class_scores, paper_mean
 from paracl.parts.evaluation.tasks import EN, JA, PI_XLING, PI_XLING_SETS, job_info
+from paracl.parts.runs import ENCODERS
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
@@ -166,6 +170,7 @@ AT_CHANCE = (
     "the reference at chance (its mean not above the better constant answer's score, accept "
     "every pair or none, by more than its seed sd)"
 )
+REFUSED = "refused: the two rows ran on different base models (a claim compares one base's rows)"
 NOT_RUN = "not run for this method (evaluate.finetune_methods)"
 NO_FILE = "not run (no metrics file)"
 
@@ -406,6 +411,57 @@ def _untested(on: str, values: dict[str, dict | None]) -> str:
     return f"not every seed scored yet: {', '.join(waiting)}"
 
 
+def row_bases(rows: dict[str, dict], groups: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each row's base model(s), from what its runs' metrics say ran (`base_models`). An
+    encoder that continues another method's run (jcse_two_stage from models/encoders/
+    jcse_s1) is on that row's base; `unknown` (nothing recorded) is left out."""
+    row_of = {run: row for row, runs in groups.items() for run in runs}
+
+    def bases(row: str, seen: frozenset) -> set[str]:
+        out = set()
+        for base in rows[row].get("base_models") or []:
+            parent = row_of.get(base.rstrip("/").removeprefix(ENCODERS))
+            if base.startswith(ENCODERS) and parent in rows and parent not in seen:
+                out |= bases(parent, seen | {parent})
+            elif base != "unknown":
+                out.add(base)
+        return out
+
+    return {row: sorted(bases(row, frozenset({row}))) for row in rows}
+
+
+def _claim_row(name: str) -> str:
+    """The row a claim's side is: a cross-encoder row is its method's (`none`'s for
+    CROSS_ENCODER alone, `labse_none`'s for 'labse_none + cross-encoder')."""
+    if name == CROSS_ENCODER:
+        return "none"
+    return name.removesuffix(f" + {CROSS_ENCODER}")
+
+
+def on_one_base(claim: dict, bases: dict[str, list[str]]) -> dict:
+    """The claim with the base its two rows ran on (`base`), or refused (`refused`, naming
+    each row's base, and not holding) where they ran on more than one: a claim never
+    compares rows on two bases."""
+    rows = [_claim_row(claim.get(k) or "") for k in ("method", "other")]
+    sides = {row: bases.get(row, []) for row in rows}
+    found = sorted(set().union(*sides.values()))
+    if len(found) <= 1:
+        return {**claim, "base": found[0] if found else None}
+    each = "; ".join(f"{row} on {', '.join(b) or 'unknown'}" for row, b in sides.items())
+    return {**claim, "base": None, "holds": False, "refused": f"rows on two bases ({each})"}
+
+
+def judged_claims(summary: dict) -> list[dict]:
+    """A summary's claims, each with its base or refused (on_one_base); a summary.json
+    written before claims named their base is judged here from its rows' base models."""
+    found = summary.get("claims") or []
+    rows = summary.get("methods") or {}
+    if not rows or all("base" in c for c in found):  # nothing to judge them by, or judged
+        return found
+    bases = row_bases(rows, {name: list(row.get("runs") or [name]) for name, row in rows.items()})
+    return [c if "base" in c else on_one_base(c, bases) for c in found]
+
+
 def build_summary(
     results: dict,
     tasks: list[str],
@@ -446,6 +502,8 @@ def build_summary(
     if pi:  # the cross-lingual PI paper's tables and claims (presets/pi-en-ja.yaml)
         out["pi_xling"] = pi
         out["claims"] += pi_claims(pi)
+    bases = row_bases(rows, groups)
+    out["claims"] = [on_one_base(c, bases) for c in out["claims"]]
     return out
 
 
@@ -791,21 +849,22 @@ def _breakdowns(summary: dict, fmt: str) -> list[str]:
 def _claims(summary: dict, fmt: str) -> list[str]:
     """The papers' claims that this run can check, one line each, on each paper's measure;
     those it cannot (a fine-tuned claim without a fine-tuned column) listed after."""
-    found = summary.get("claims") or []
+    found = judged_claims(summary)
     tested = [c for c in found if "untested" not in c]
     if not found:
         return []
-    lines = ["", "The papers' claims, each on its paper's measure (On):", ""]
+    lines = ["", "The papers' claims, each on its paper's measure (On) and base model:", ""]
     if tested:  # no table header without a row
         table = []
         for c in tested:
             on = measure_title(c.get("measure"))
             diff = f"{c['method']} − {c['other']}: {_signed(c['diff'], fmt)}"
             p = "n/a" if c["p"] is None else format_p(c["p"])
-            table.append([c["claim"], on, diff, p, verdict(c)])
-        lines.append(markdown_table(["Claim", "On", "Δ", "p", "Verdict"], table))
+            base = c.get("base") or ("two" if c.get("refused") else "n/a")
+            table.append([c["claim"], on, base, diff, p, verdict(c)])
+        lines.append(markdown_table(["Claim", "On", "Base", "Δ", "p", "Verdict"], table))
         lines += ["", f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0; "
-                  f"not testable: fewer than 2 seeds on a side, or {AT_CHANCE}."]  # fmt: skip
+                  f"not testable: fewer than 2 seeds on a side, or {AT_CHANCE}; {REFUSED}."]  # fmt: skip
     untested = [f"- {c['claim']} ({c['untested']})." for c in found if "untested" in c]
     return lines + (["", "Not tested here:", "", *untested] if untested else [])
 
@@ -903,9 +962,12 @@ def pi_xling_markdown(summary: dict, fmt: str) -> list[str]:
 
 
 def verdict(claim: dict) -> str:
-    """A tested claim's verdict: fewer than two seeds on either side cannot be tested (its
-    p is undefined), nor can a claim against a reference at chance (`not_testable`, the
-    reason); neither is the same as a claim that does not hold."""
+    """A tested claim's verdict: one whose rows ran on two bases is refused (`refused`, the
+    reason); fewer than two seeds on either side cannot be tested (its p is undefined),
+    nor can a claim against a reference at chance (`not_testable`, the reason); none of
+    these is the same as a claim that does not hold."""
+    if claim.get("refused"):
+        return f"refused: {claim['refused']}"
     if claim.get("not_testable"):
         return f"not testable: {claim['not_testable']}"
     n = min(claim.get("n_seeds") or [0])

@@ -1,8 +1,8 @@
 """A Hugging Face cache in which every hub id paracl's params name is a tiny random model.
 
 Why: the paper presets name hub models (bert-base-uncased, t5-base, facebook/bart-base,
-the FSMT translators, DeBERTa-v3, rinna's and sonoisa's Japanese models, ...) that no
-offline machine has. To run a preset end to end anyway, each id gets a model of the SAME
+the FSMT translators, DeBERTa-v3, rinna's, sonoisa's and cl-tohoku's Japanese models, ...)
+that no offline machine has. To run a preset end to end anyway, each id gets a model of the SAME
 architecture (config class) with the same kind of tokenizer, stored the way its real
 repository stores it (paracl.testing.hub_tokenizers), but with random weights a few
 hundred kilobytes big. They sit in the standard cache layout,
@@ -59,6 +59,20 @@ def _bert(out: Path, seed: int) -> None:
 
     ids = tokenizers.wordpiece(out)
     config = BertConfig(vocab_size=_vocab(out), max_position_embeddings=MAX_LEN, **SIZES, **ids)
+    _seeded(seed)
+    _save(BertForMaskedLM(config), out, seed)
+
+
+def _bert_japanese(out: Path, seed: int) -> None:
+    """cl-tohoku/bert-base-japanese: BertForMaskedLM, cased; MeCab (IPA dictionary) words,
+    then WordPiece (BertJapaneseTokenizer, named in config.json as the repository does)."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    ids = tokenizers.wordpiece_mecab(out)
+    config = BertConfig(
+        vocab_size=_vocab(out), max_position_embeddings=MAX_LEN,
+        tokenizer_class="BertJapaneseTokenizer", **SIZES, **ids,
+    )  # fmt: skip
     _seeded(seed)
     _save(BertForMaskedLM(config), out, seed)
 
@@ -237,6 +251,7 @@ BUILDERS: dict[str, Callable[[Path, int], None]] = {
     "sentence-transformers/all-MiniLM-L6-v2": _minilm,
     "sentence-transformers/LaBSE": _labse,
     "rinna/japanese-roberta-base": _roberta_rinna,
+    "cl-tohoku/bert-base-japanese": _bert_japanese,  # JCSE's base (paper-ja's jcse rows)
     "t5-base": _t5,
     "sonoisa/t5-base-japanese-v1.1": lambda out, seed: _t5(out, seed, v1_1=True),
     "facebook/bart-base": _bart,
