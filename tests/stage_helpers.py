@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import itertools
-import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
+
+from paracl import pipeline_diagram
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -135,53 +134,7 @@ def crash_then_resume(
 
 # --- dvc.yaml with foreach/matrix expanded, as dvc names and resolves its stages --------
 
-_VAR = re.compile(r"\$\{\s*([^}]+?)\s*\}")
-
-
-def lookup(context: dict[str, Any], dotted: str) -> Any:
-    """`context["a"]["b"]` for "a.b" (a dvc.yaml params reference)."""
-    value: Any = context
-    for part in dotted.split("."):
-        value = value[part]
-    return value
-
-
-def _interpolate(node: Any, context: dict[str, Any]) -> Any:
-    """DVC's `${...}` substitution: a whole-string reference keeps its value's type."""
-    if isinstance(node, str):
-        whole = _VAR.fullmatch(node)
-        if whole:
-            return lookup(context, whole.group(1))
-        return _VAR.sub(lambda m: str(lookup(context, m.group(1))), node)
-    if isinstance(node, list):
-        return [_interpolate(v, context) for v in node]
-    if isinstance(node, dict):
-        return {_interpolate(k, context): _interpolate(v, context) for k, v in node.items()}
-    return node
-
-
-def expand_stages(pipeline: dict, params: dict) -> dict[str, dict]:
-    """Concrete stages as dvc names them (`train_contrastive@ppdb`, `evaluate@none-stsb`),
-    values from `params`."""
-    stages: dict[str, dict] = {}
-    for name, stage in pipeline["stages"].items():
-        if "foreach" in stage:
-            items = _interpolate(stage["foreach"], params)
-            pairs = items.items() if isinstance(items, dict) else ((i, i) for i in items)
-            for key, item in pairs:
-                ctx = params | {"key": key, "item": item}
-                stages[f"{name}@{key}"] = _interpolate(stage["do"], ctx)
-        elif "matrix" in stage:
-            axes = {k: _interpolate(v, params) for k, v in stage["matrix"].items()}
-            body = {k: v for k, v in stage.items() if k != "matrix"}
-            for combo in itertools.product(*axes.values()):
-                item = dict(zip(axes, combo, strict=True))
-                stages[f"{name}@{'-'.join(map(str, combo))}"] = _interpolate(
-                    body, params | {"item": item}
-                )
-        else:  # a plain stage may name params too (`${target_corpus}`)
-            stages[name] = _interpolate(stage, params)
-    return stages
+lookup, expand_stages = pipeline_diagram.lookup, pipeline_diagram.expand_stages
 
 
 def dep_paths(entries: list | None) -> list[str]:

@@ -29,6 +29,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 import sys
 import types
 from dataclasses import MISSING, Field, fields, is_dataclass
@@ -39,6 +40,7 @@ from paracl.core.errors import InputError
 from paracl.core.io import atomic_path, read_json
 from paracl.core.languages import DEFAULT, codes
 from paracl.core.tables import markdown_table
+from paracl.pipeline_diagram import project_diagram
 
 MARKER = re.compile(
     r"<!-- report:(@?[A-Za-z0-9_.-]+)(?::([a-z]+))? -->\n(.*?)<!-- /report -->\n", re.S
@@ -48,6 +50,7 @@ PARTS = ("all", "table", "sets", "claims", "pi")
 EXTRA_PARTS = ("plot", "heatmaps", "curve")
 CURVE = "learning_curve.csv"  # `paracl learning-curve`'s table, committed beside a summary
 PARAMS_PAGE = Path("docs/reference/params.md")
+DIAGRAM = Path("docs/img/pipeline.dot")  # drawn from dvc.yaml (paracl.pipeline_diagram)
 IMG = Path("docs/img")
 # The plots of docs/img/ are drawn at most this wide (6.4 in at 100 dpi: 640 px), so the
 # docs' text column (~700 px at a 1280 px window) shows them unshrunk.
@@ -1058,6 +1061,8 @@ def snapshot_default(root: Path) -> None:
 def expected(root: Path) -> dict[Path, str]:
     """Every generated file (or file with generated blocks) and its rendered text."""
     out = {root / PARAMS_PAGE: params_reference(root / "params.yaml")}
+    if (root / "dvc.yaml").is_file():  # the pipeline diagram, drawn from it
+        out[root / DIAGRAM] = project_diagram(root)
     for page in pages(root):
         if page.is_file():
             out[page] = fill(root, page, page.read_text(encoding="utf-8"))
@@ -1093,4 +1098,18 @@ def main(root: Path, check: bool = False, snapshot: bool = False, plots: bool = 
     if plots:
         for path in draw_plots(root):
             print(f"drew {path}")
+        draw_diagram(root)
     return 0
+
+
+def draw_diagram(root: Path) -> None:
+    """docs/img/pipeline.svg from its .dot, with graphviz's `dot` where it is installed."""
+    dot, svg = root / DIAGRAM, (root / DIAGRAM).with_suffix(".svg")
+    if not dot.is_file() or svg.is_file() and svg.stat().st_mtime >= dot.stat().st_mtime:
+        return
+    if shutil.which("dot") is None:
+        print(f"note: {svg} not redrawn: graphviz's `dot` is not installed", file=sys.stderr)
+        return
+    with atomic_path(svg) as tmp:
+        subprocess.run(["dot", "-Tsvg", str(dot), "-o", str(tmp)], check=True)
+    print(f"drew {svg}")

@@ -8,7 +8,7 @@ where a part implements something (a sentence splitter, a tokenizer, the STS set
 readers), the profile names it and the part resolves the name, so core imports no part.
 
 `en` and `ja` are the corpus languages; `de` is a pivot only (a translation prompt's
-name and examples, paracl.stages.roundtrip), not a corpus language.
+name and examples, paracl.parts.translate), not a corpus language.
 """
 
 from __future__ import annotations
