@@ -216,3 +216,26 @@ def write_sick(path: Path, rows: list[tuple]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes("\r\n".join(lines).encode())
     return path
+
+
+# --- a toy language: German text under a code no code path knows ----------------------
+
+# Its profile's language-dependent fields (paracl.core.languages.Profile), shared by
+# tests/lang/test_toy_language.py (registered in the process) and
+# tests/pipeline/test_extending.py (written as a profile file into a project copy).
+TOY_LANGUAGE = {
+    "code": "xx",
+    "name": "Toy German",
+    "splitter": "moses",
+    "tokenizer": "moses",
+    "moses": "de",
+    "langdetect": "de",
+    "spaced": True,
+    "keep_punct": ",.",
+    "bleu_tokenize": "intl",
+    "noun_chunks": "none",
+    "sts_scorer_data": {},
+    "sts_scorer_note": "toy language",
+    "unsup_sts": "unsup_sts_xx",
+    "pi": "pi_xx",
+}

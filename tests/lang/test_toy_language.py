@@ -14,6 +14,7 @@ from typing import get_args
 
 import pytest
 import yaml
+from stage_helpers import TOY_LANGUAGE
 
 from paracl.core import languages, params
 from paracl.core.distributed.sharded import Engine
@@ -25,24 +26,8 @@ from paracl.stages.prepare_corpus import build_corpus
 
 REPO = Path(__file__).resolve().parents[2]
 
-TOY = dataclasses.replace(
-    languages.ENGLISH,  # then every language-dependent field set for the toy language
-    code="xx",
-    name="Toy German",
-    splitter="moses",
-    tokenizer="moses",
-    moses="de",
-    langdetect="de",
-    spaced=True,
-    keep_punct=",.",
-    bleu_tokenize="intl",
-    noun_chunks="none",
-    sts_scorer_data={},
-    sts_scorer_note="toy language",
-    sts_dev="data/raw/none.csv",
-    unsup_sts="unsup_sts_xx",
-    pi="pi_xx",
-    pi_sets=(),
+TOY = dataclasses.replace(  # English, then every language-dependent field set for the toy
+    languages.ENGLISH, **TOY_LANGUAGE, sts_dev="data/raw/none.csv", pi_sets=()
 )
 GERMAN = [
     "Der alte Lehrer besuchte gestern das neue Museum in der Nähe des Flusses.",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from stage_helpers import copy_project
+from stage_helpers import TOY_LANGUAGE, copy_project
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "extending.md"
@@ -405,31 +405,18 @@ print(json.dumps({"section": load_params()["toy_count"], "stages": list(STAGES)}
 
 # -- a language -------------------------------------------------------------------------
 
-TOY_PROFILE = '''"""Toy German: German text under a code no code path knows (a language added by
+TOY_FIELDS = TOY_LANGUAGE | {
+    "examples": ("Die Kirche wurde im 12. Jahrhundert erbaut und 1890 restauriert.",),
+    "sts_dev": "data/raw/stsbenchmark/sts-dev.csv",
+    "unsup_sts_sets": "sts12-16",
+    "pi_sets": ("paws",),
+}
+TOY_PROFILE = f'''"""Toy German: German text under a code no code path knows (a language added by
 tests/pipeline/test_extending.py)."""
 
 from paracl.core.languages import Profile, register
 
-PROFILE = Profile(
-    code="xx",
-    name="Toy German",
-    examples=("Die Kirche wurde im 12. Jahrhundert erbaut und 1890 restauriert.",),
-    splitter="moses",
-    tokenizer="moses",
-    moses="de",
-    langdetect="de",
-    spaced=True,
-    keep_punct=",.",
-    bleu_tokenize="intl",
-    noun_chunks="none",
-    sts_scorer_data={},
-    sts_scorer_note="toy language",
-    sts_dev="data/raw/stsbenchmark/sts-dev.csv",
-    unsup_sts="unsup_sts_xx",
-    unsup_sts_sets="sts12-16",
-    pi="pi_xx",
-    pi_sets=("paws",),
-)
+PROFILE = Profile(**{TOY_FIELDS!r})
 register(PROFILE)
 '''
 
