@@ -144,11 +144,13 @@ def method_settings(name: str, entry: dict) -> dict:
 
 
 def check_train_contrastive(values: dict) -> None:
-    """Every method's own settings, and train_contrastive.runs as expand_runs writes it:
-    a stale one would make DVC run other runs than the methods say, so it is refused."""
+    """Every method's own settings and its loss's own keys (method_spec), and
+    train_contrastive.runs as expand_runs writes it: a stale one would make DVC run other
+    runs than the methods say, so it is refused."""
     tc = values["train_contrastive"]
     for name, entry in tc["methods"].items():
         method_settings(name, entry)
+        method_spec(name, entry)
     want, have = expand_runs(tc), tc["runs"]
     if list(want.items()) != list(have.items()):
         differs = [n for n in want if have.get(n) != want[n]]
