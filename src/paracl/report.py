@@ -1077,7 +1077,7 @@ def outdated(root: Path) -> list[Path]:
 
 def main(root: Path, check: bool = False, snapshot: bool = False, plots: bool = True) -> int:
     """`paracl report`: render (or with check, compare); 1 when something is stale."""
-    if check:  # what it compares: every report block of the pages, and the params page
+    if check:  # what it compares: every report block of the pages, the params page, the diagram
         counts = [len(MARKER.findall(p.read_text(encoding="utf-8"))) for p in pages(root)
                   if p.is_file()]  # fmt: skip
         stale = outdated(root)
@@ -1086,7 +1086,7 @@ def main(root: Path, check: bool = False, snapshot: bool = False, plots: bool = 
             print(f"error: stale, run `paracl report`: {names}", file=sys.stderr)
             return 1
         print(f"checked {sum(counts)} report blocks in {sum(c > 0 for c in counts)} pages "
-              f"and {PARAMS_PAGE}: all current (the PNGs in {IMG} are not compared)")  # fmt: skip
+              f"and {PARAMS_PAGE}, {DIAGRAM}: all current (the PNGs in {IMG} are not compared)")  # fmt: skip
         return 0
     if snapshot:
         snapshot_default(root)
