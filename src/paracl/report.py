@@ -1085,8 +1085,10 @@ def main(root: Path, check: bool = False, snapshot: bool = False, plots: bool = 
             names = ", ".join(str(p) for p in stale)
             print(f"error: stale, run `paracl report`: {names}", file=sys.stderr)
             return 1
+        drawn = [PARAMS_PAGE, *([DIAGRAM] if (root / "dvc.yaml").is_file() else [])]
         print(f"checked {sum(counts)} report blocks in {sum(c > 0 for c in counts)} pages "
-              f"and {PARAMS_PAGE}, {DIAGRAM}: all current (the PNGs in {IMG} are not compared)")  # fmt: skip
+              f"and {', '.join(map(str, drawn))}: all current (the PNGs in {IMG} are not "
+              "compared)")  # fmt: skip
         return 0
     if snapshot:
         snapshot_default(root)
