@@ -10,9 +10,9 @@ read from the code's own registry (the evaluation jobs, the losses), so a misspe
 fails when params load, not after the pipeline has trained.
 
 Each stage owns its contract: its module, paracl.stages.<stage>, declares its section and
-a `Params(RunWide)` naming every top-level key the stage reads, and `load_params(path,
-Params)` checks those keys alone, so a change to one stage's schema reruns that stage only
-(DVC hashes the stage's module, never another stage's). This module holds what every
+a `Params(RunWide)` naming every top-level key the stage reads, and `load_params(Params)`
+checks those keys alone, so a change to one stage's schema reruns that stage only (DVC
+hashes the stage's module; another stage's only where it reads that stage's section). This module holds what every
 stage shares: the checker, the run-wide keys (RunSettings, RunWide) and the reading of
 the file. The whole file's schema, every stage's together, is paracl.schema's.
 
