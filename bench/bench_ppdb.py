@@ -24,8 +24,8 @@ from paracl.core import schemas
 from paracl.core.device import select_device
 from paracl.core.io import read_parquet
 from paracl.core.models import resolve_model
-from paracl.parts.ppdb_rules import read_dictionary
 from paracl.stages.ppdb_substitute import RuleIndex, candidate_rows
+from paracl.stages.ppdb_substitute.ppdb_rules import read_dictionary
 from paracl.stages.rank_fluency import PerplexityScorer
 
 

@@ -156,8 +156,8 @@ def make_stage_input(stage: str, args, scale: int, workdir: Path) -> None:
             break
     head = pd.concat(frames, ignore_index=True).iloc[: args.sentences]
     if stage == "rank_fluency":
-        from paracl.parts.ppdb_rules import read_dictionary
         from paracl.stages.ppdb_substitute import RuleIndex, candidate_rows
+        from paracl.stages.ppdb_substitute.ppdb_rules import read_dictionary
 
         rules = read_dictionary(args.dictionary, "ppdb-sample").rules
         index = RuleIndex(rules[rules["prob"] >= 0.3].reset_index(drop=True), "en", 6)

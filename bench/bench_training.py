@@ -60,8 +60,8 @@ from paracl.core.freeze import freeze
 from paracl.core.models import resolve_model
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
-from paracl.parts.training.trainer import TrainConfig, epoch_batches, train
 from paracl.schema import load_params
+from paracl.stages.train_contrastive.training.trainer import TrainConfig, epoch_batches, train
 
 WORDS = (
     "a man woman child dog cat plays runs eats guitar piano field kitchen city river sea "

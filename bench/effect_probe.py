@@ -22,9 +22,9 @@ from pathlib import Path
 
 import torch
 
-from paracl.parts.training.dev import read_sts, sts_spearman
-from paracl.parts.training.methods import method_spec, train_method
 from paracl.schema import load_params
+from paracl.stages.train_contrastive.training.dev import read_sts, sts_spearman
+from paracl.stages.train_contrastive.training.methods import method_spec, train_method
 
 REPO = Path(__file__).resolve().parents[1]
 

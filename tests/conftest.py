@@ -43,9 +43,9 @@ PART_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
         ("adapt_filler.t5", {"max_length": "adapt_filler.max_length", **RUN}),
     "paracl.parts.filler.adapt_causal.CausalAdaptConfig":
         ("adapt_filler.causal_lm", {"max_length": "adapt_filler.max_length", **RUN}),
-    "paracl.parts.training.trainer.TrainConfig":
+    "paracl.stages.train_contrastive.training.trainer.TrainConfig":
         ("train_contrastive", {**RUN, "mega_batch": 1}),  # 1: no loss that mines
-    "paracl.parts.finetune.tuning.FinetuneConfig": ("evaluate", {"precision": "precision"}),
+    "paracl.stages.evaluate_finetune.finetune.tuning.FinetuneConfig": ("evaluate", {"precision": "precision"}),
     "paracl.parts.corpus.pipeline.CorpusConfig": ("prepare_corpus", {
         "source": "prepare_corpus.input.en.source", "format": "prepare_corpus.input.en.format",
         "lang": "lang", "seed": "seed"}),

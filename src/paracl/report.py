@@ -421,7 +421,7 @@ def _image(root: Path, page: Path, name: str, suffix: str = "") -> str:
 
 def render_sources() -> str:
     """The data registry per source: files, bytes, licence, where the checksums came from."""
-    from paracl.parts.sources.registry import load_registry
+    from paracl.stages.fetch.sources.registry import load_registry
 
     by_source: dict[str, list] = {}
     for entry in load_registry():
@@ -440,7 +440,7 @@ def render_sources() -> str:
         table.append([f"`{source}`", len(files), size, licences, origin])
     return (
         markdown_table(["source", "files", "bytes", "licence", "checksum from"], table)
-        + "\n\n<small>Rendered by `paracl report` from `src/paracl/parts/sources/sources.tsv`.</small>"
+        + "\n\n<small>Rendered by `paracl report` from `src/paracl/stages/fetch/sources/sources.tsv`.</small>"
     )
 
 
@@ -968,7 +968,7 @@ def _loss_sections() -> list[str]:
     table per loss of LOSSES, each key with its range and the comment it has in the
     loss's `Params`."""
     from paracl.parts.losses import LOSSES
-    from paracl.parts.training.methods import METHOD_SETTINGS as own
+    from paracl.stages.train_contrastive.training.methods import METHOD_SETTINGS as own
 
     out = ["## Method entries: each loss's own keys", "",
            "An entry of `train_contrastive.methods` takes the keys above"

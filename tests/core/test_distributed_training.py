@@ -119,7 +119,7 @@ def test_two_processes_train_the_single_process_model(tmp_path, no_dropout_bert,
     # not fork (a fork of a process whose torch thread pool already ran can hang) but a
     # fork server that imports the training code once for both ranks (saves ~10 CPU-s)
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["paracl.parts.training.methods"])
+    ctx.set_forkserver_preload(["paracl.stages.train_contrastive.training.methods"])
     mp.start_processes(
         _worker, (str(two), params, ports), nprocs=2, join=True, start_method="forkserver"
     )

@@ -13,7 +13,7 @@ from paracl.core.errors import UserError
 from paracl.core.freeze import freeze
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
-from paracl.parts.training.trainer import TrainConfig, train
+from paracl.stages.train_contrastive.training.trainer import TrainConfig, train
 
 PARAM = "train_contrastive.train_layers"
 

@@ -1,6 +1,6 @@
 """Every repository path the docs name exists.
 
-Why: a module moves (`src/paracl/fetch/` became `src/paracl/parts/sources/`) and the
+Why: a module moves (`src/paracl/fetch/` became `src/paracl/stages/fetch/sources/`) and the
 pages, the comments of params.yaml and the captions `paracl report` writes keep naming the
 old place, which a reader then looks for in vain. The check reads the README, every page
 of docs/ (the generated ones included) and params.yaml's comments, and resolves each path

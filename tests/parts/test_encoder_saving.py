@@ -25,10 +25,10 @@ from paracl.parts.encoder.build import POOLING, build_encoder, truncation
 from paracl.parts.encoder.embed import EmbeddingCache
 from paracl.parts.encoder.forward import embed
 from paracl.parts.evaluation.metrics import spearman
-from paracl.parts.training.dev import read_sts, sts_spearman
-from paracl.parts.training.methods import method_spec, train_method
 from paracl.schema import load_params
 from paracl.stages import evaluate as jobs
+from paracl.stages.train_contrastive.training.dev import read_sts, sts_spearman
+from paracl.stages.train_contrastive.training.methods import method_spec, train_method
 
 REPO = Path(__file__).resolve().parents[2]
 CPU = torch.device("cpu")

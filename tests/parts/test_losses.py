@@ -66,7 +66,7 @@ def test_jcse_weight_matters_and_zero_is_mnrl_with_negatives():
 
 def test_jcse_old_alpha_key_names_its_replacement():
     from paracl.core.params import ParamsError
-    from paracl.parts.training.methods import method_spec
+    from paracl.stages.train_contrastive.training.methods import method_spec
 
     entry = {"loss": "jcse", "input": "x.parquet", "alpha": 0.0}
     with pytest.raises(ParamsError, match=r"jcse\.alpha' was replaced by hard_negative_weight"):

@@ -19,8 +19,8 @@ from paracl.parts.evaluation.paraphrase_id import evaluate_pi
 from paracl.parts.evaluation.pi_classes import paper_mean
 from paracl.parts.evaluation.tasks import load_task, read_paws_unseen
 from paracl.parts.losses import additive_margin as ams
-from paracl.parts.training.data import load_examples
 from paracl.stages import summary as sm
+from paracl.stages.train_contrastive.training.data import load_examples
 
 HEADER = "id\tsentence1\tsentence2\tlabel\n"
 
@@ -475,7 +475,11 @@ def test_the_rows_train_on_the_tasks_train_split(entry, tiny_bert, tmp_path, one
     an empty negative, and training reads paws_xling's train split through `task`."""
     import yaml
 
-    from paracl.parts.training.methods import method_spec, run_config, train_method
+    from paracl.stages.train_contrastive.training.methods import (
+        method_spec,
+        run_config,
+        train_method,
+    )
 
     rows = [(f"s{i} a b .", f"a b s{i} .", "1") for i in range(20)]
     rows += [(f"s{i} a b .", f"b a s{i} .", "0") for i in range(0, 20, 2)]

@@ -21,9 +21,9 @@ from paracl.core.schemas import CORPUS
 from paracl.parts.encoder.build import build_encoder, save_encoder
 from paracl.parts.encoder.forward import embed
 from paracl.parts.losses import infonce, weighted_hard_negative
-from paracl.parts.training.data import load_examples
-from paracl.parts.training.trainer import TrainConfig, _embed_columns, train
 from paracl.schema import load_params
+from paracl.stages.train_contrastive.training.data import load_examples
+from paracl.stages.train_contrastive.training.trainer import TrainConfig, _embed_columns, train
 
 REPO = Path(__file__).resolve().parents[2]
 TAU = {"temperature": 0.05}  # the shared train_contrastive keys a loss reads
@@ -68,7 +68,7 @@ def test_training_lowers_loss(st_tiny):
 
 
 def load_examples_frame(df: pd.DataFrame) -> pd.DataFrame:
-    from paracl.parts.training.data import to_examples
+    from paracl.stages.train_contrastive.training.data import to_examples
 
     return to_examples(df, "fixture")
 
@@ -410,7 +410,7 @@ def test_ebsim_retrieves_with_the_fixed_base_not_the_encoder_in_training(
 
 
 def test_an_ebsim_entry_refuses_the_retrieval_keys_it_once_took():
-    from paracl.parts.training.methods import method_spec
+    from paracl.stages.train_contrastive.training.methods import method_spec
 
     entry = {"loss": "ebsim", "input": "data/ebsim/sentences.parquet", "eta": 0.8}
     with pytest.raises(ParamsError, match=r"methods\.ebsim\.eta' was replaced by ebsim_retrieve"):
@@ -450,7 +450,7 @@ def test_ebsim_on_a_causal_lm_scores_pairs_by_their_content(tiny_llama, tiny_ber
 
 def test_length_grouping_batches_are_a_seeded_partition_of_similar_lengths():
     from paracl.core.batching import GROUP_WINDOW
-    from paracl.parts.training.trainer import epoch_batches
+    from paracl.stages.train_contrastive.training.trainer import epoch_batches
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(4, 33, size=1000).tolist()
@@ -470,7 +470,7 @@ def test_length_grouping_batches_are_a_seeded_partition_of_similar_lengths():
 
 
 def test_length_grouping_trains_on_the_same_examples(st_tiny):
-    from paracl.parts.training.trainer import token_lengths
+    from paracl.stages.train_contrastive.training.trainer import token_lengths
 
     model = st_tiny()
     ex = load_examples_frame(_pairs(16))

@@ -10,7 +10,7 @@ import pytest
 from paracl.core import schemas
 from paracl.core.errors import InputError
 from paracl.core.io import write_parquet
-from paracl.parts.training.data import load_examples
+from paracl.stages.train_contrastive.training.data import load_examples
 
 
 def _tagged(tmp_path) -> str:

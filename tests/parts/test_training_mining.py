@@ -6,7 +6,7 @@ import torch
 
 from paracl.parts.losses import WeightedHardNegativeLoss
 from paracl.parts.losses.additive_margin import mine_hard_negatives
-from paracl.parts.training.grad_cache import cached_step
+from paracl.stages.train_contrastive.training.grad_cache import cached_step
 
 
 def test_mining_picks_closest_other_positive():

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from paracl.core.errors import InputError
-from paracl.parts.training.data import load_examples
+from paracl.stages.train_contrastive.training.data import load_examples
 
 # SimCSE's file: csv module quoting, a header, one triplet per row (first rows as published)
 SIMCSE_CSV = (

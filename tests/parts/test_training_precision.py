@@ -26,7 +26,7 @@ from paracl.core.device import (
 from paracl.core.params import ParamsError
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
-from paracl.parts.training.data import to_examples
+from paracl.stages.train_contrastive.training.data import to_examples
 
 CPU = torch.device("cpu")
 CUDA = torch.device("cuda")  # only its .type is read: autocast_dtype never touches a GPU
@@ -234,7 +234,7 @@ def encoder(tiny_bert):
 
 @pytest.mark.parametrize("mini", [8, 3], ids=["one-pass", "gradcache"])
 def test_contrastive_step_scales_its_loss(encoder, mini):
-    from paracl.parts.training import trainer
+    from paracl.stages.train_contrastive.training import trainer
 
     texts = _sentences(8)
     batch = to_examples(pd.DataFrame({"id": map(str, range(8)), "text": texts,
@@ -249,7 +249,7 @@ def test_contrastive_step_scales_its_loss(encoder, mini):
 
 
 def test_contrastive_training_runs_in_fp16_with_the_scaler(encoder, monkeypatch):
-    from paracl.parts.training import trainer
+    from paracl.stages.train_contrastive.training import trainer
 
     made = []
     monkeypatch.setattr(
@@ -272,7 +272,7 @@ def test_contrastive_training_runs_in_fp16_with_the_scaler(encoder, monkeypatch)
 
 
 def test_contrastive_training_counts_the_steps_the_scaler_skipped(encoder, monkeypatch):
-    from paracl.parts.training import trainer
+    from paracl.stages.train_contrastive.training import trainer
 
     # a scale too large for fp16: the first step's gradients overflow, the scale backs off
     monkeypatch.setattr(
@@ -314,7 +314,11 @@ def test_ebsim_step_scales_its_loss(encoder):
 def test_finetune_step_scales_its_loss(tiny_bert):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.parts.finetune.tuning import FinetuneConfig, TrainTokens, train_step
+    from paracl.stages.evaluate_finetune.finetune.tuning import (
+        FinetuneConfig,
+        TrainTokens,
+        train_step,
+    )
 
     s1, s2 = _sentences(8), _sentences(8, seed=1)
     train = pd.DataFrame({"sentence1": s1, "sentence2": s2})
@@ -391,8 +395,8 @@ def test_a_method_entry_trains_in_its_own_precision():
     JCSE's: fp32) over the top-level one, which the other methods keep."""
     from stage_helpers import PAPER_METHODS
 
-    from paracl.parts.training.methods import method_spec, run_config
     from paracl.stages.train_contrastive import train_config
+    from paracl.stages.train_contrastive.training.methods import method_spec, run_config
 
     def precision(name: str, entry: dict, top: str) -> str:
         section = run_config(method_spec(name, entry), {"lr": 1e-5})

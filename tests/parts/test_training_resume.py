@@ -26,13 +26,17 @@ from paracl.core.device import seed_everything
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import additive_margin, ebsim_triplet, infonce
 from paracl.parts.losses import weighted_hard_negative as jcse
-from paracl.parts.training import trainer
-from paracl.parts.training.checkpoint import Checkpoint, TrainingInterrupted, run_key
-from paracl.parts.training.data import to_examples
-from paracl.parts.training.dev import sts_spearman
-from paracl.parts.training.trainer import TrainConfig, train
 from paracl.presets import deep_merge
 from paracl.schema import load_params
+from paracl.stages.train_contrastive.training import trainer
+from paracl.stages.train_contrastive.training.checkpoint import (
+    Checkpoint,
+    TrainingInterrupted,
+    run_key,
+)
+from paracl.stages.train_contrastive.training.data import to_examples
+from paracl.stages.train_contrastive.training.dev import sts_spearman
+from paracl.stages.train_contrastive.training.trainer import TrainConfig, train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -398,7 +402,7 @@ def test_two_processes_resume_after_sigterm_on_one_rank(tiny_bert, tmp_path):
     params = _workdir(ref, tiny_bert)  # the tiny BERT with dropout; GradCache (mini 2)
     _workdir(run, tiny_bert)
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["paracl.parts.training.methods"])
+    ctx.set_forkserver_preload(["paracl.stages.train_contrastive.training.methods"])
     ports = [free_port() for _ in range(3)]
     mp.start_processes(
         _rank_worker,

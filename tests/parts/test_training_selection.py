@@ -13,9 +13,9 @@ from conftest import part_config
 
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
-from paracl.parts.training.data import to_examples
-from paracl.parts.training.selection import dev_loss, hold_out
-from paracl.parts.training.trainer import TrainConfig, train
+from paracl.stages.train_contrastive.training.data import to_examples
+from paracl.stages.train_contrastive.training.selection import dev_loss, hold_out
+from paracl.stages.train_contrastive.training.trainer import TrainConfig, train
 
 WORDS = "man woman cat dog plays runs guitar field kitchen city river sea sun onion".split()
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -69,7 +69,7 @@ def test_a_run_shorter_than_the_cadence_scores_its_last_step(tiny_bert):
 def test_dev_loss_keeps_the_lowest_epoch_and_stops_after_patience(tiny_bert, monkeypatch):
     """The PPDB paper: stop when the dev loss has not improved for `patience` epochs; the
     kept weights are the lowest-loss epoch's, and no STS dev score is asked for."""
-    import paracl.parts.training.trainer as trainer
+    import paracl.stages.train_contrastive.training.trainer as trainer
 
     model, obj = _setup(tiny_bert)
     losses, seen = iter([2.0, 1.0, 1.5, 1.2, 0.1]), []

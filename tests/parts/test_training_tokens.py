@@ -1,4 +1,4 @@
-"""The trainer's lean step (paracl.parts.training.tokens, trainer._LossLog): every text is
+"""The trainer's lean step (paracl.stages.train_contrastive.training.tokens, trainer._LossLog): every text is
 tokenized once and a step's padded batch is exactly what sentence-transformers'
 `preprocess` gives; the step losses are read back in bulk, in order, checked finite."""
 
@@ -11,9 +11,14 @@ from conftest import part_config
 
 from paracl.parts.encoder.build import build_encoder
 from paracl.parts.losses import infonce
-from paracl.parts.training import trainer
-from paracl.parts.training.tokens import TokenCache
-from paracl.parts.training.trainer import TrainConfig, TrainResult, _LossLog, train
+from paracl.stages.train_contrastive.training import trainer
+from paracl.stages.train_contrastive.training.tokens import TokenCache
+from paracl.stages.train_contrastive.training.trainer import (
+    TrainConfig,
+    TrainResult,
+    _LossLog,
+    train,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

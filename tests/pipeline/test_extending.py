@@ -268,7 +268,7 @@ import torch
 from paracl.core.errors import ParamsError
 from paracl.core.params import read_params
 from paracl.parts.losses import LOSSES
-from paracl.parts.training.methods import method_spec
+from paracl.stages.train_contrastive.training.methods import method_spec
 from paracl.schema import check_all, with_runs
 regenerate()
 values = read_params("params.yaml")

@@ -107,7 +107,7 @@ def test_train_contrastive_depends_on_the_dev_set_of_every_lang():
     """Under lang: ja train_contrastive scores on JSTS dev: dvc must track that file too
     (it once listed only STS-B dev, so a changed JSTS file reran nothing)."""
     from paracl.core.languages import codes
-    from paracl.parts.training.dev import DEV_SETS
+    from paracl.stages.train_contrastive.training.dev import DEV_SETS
 
     stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["train_contrastive"]
     assert {"en", "ja"} <= set(DEV_SETS) == set(codes())

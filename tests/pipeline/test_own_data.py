@@ -15,8 +15,8 @@ import yaml
 from stage_helpers import REPO, dep_paths, expand_stages, run_stage
 
 from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
-from paracl.parts.training.data import load_examples
 from paracl.schema import load_params, with_runs
+from paracl.stages.train_contrastive.training.data import load_examples
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

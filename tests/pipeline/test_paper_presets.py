@@ -28,9 +28,9 @@ import pytest
 import yaml
 from stage_helpers import copy_project, squeezed
 
-from paracl.parts.sources.registry import load_registry, select
 from paracl.presets import load_preset, merge_preset
 from paracl.schema import validate_all, with_runs
+from paracl.stages.fetch.sources.registry import load_registry, select
 from paracl.stages.summary import PI_MEASURES, _present
 from paracl.testing import data_mirror, hub_cache
 
@@ -165,8 +165,8 @@ def test_every_claim_compares_like_with_like(name):
     """The two methods of every claim share every training setting (lr, batch, length,
     epochs, corpus size, seeds, selection, precision, ...) but the one the claim is about
     (summary.VARIES); the message names the setting that differs."""
-    from paracl.parts.training.methods import METHOD_SETTINGS
     from paracl.stages.summary import CLAIMS, VARIES
+    from paracl.stages.train_contrastive.training.methods import METHOD_SETTINGS
 
     params = validate_all(preset_params(name))
     methods = params["train_contrastive"]["methods"]
@@ -286,7 +286,7 @@ def test_synthesised_nli_files_give_supervised_triplets_as_the_real_ones(
     import io
     import zipfile
 
-    from paracl.parts.training.data import load_examples
+    from paracl.stages.train_contrastive.training.data import load_examples
 
     entry = next(e for e in select(load_registry(), [source]) if e.file.endswith(".zip"))
     text = data_mirror.Text(mirror)  # real sentences: no premise repeats by chance

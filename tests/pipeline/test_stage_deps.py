@@ -255,7 +255,7 @@ def test_editing_a_shared_module_makes_dvc_rerun_the_stage(tmp_path: Path) -> No
     proc = dvc("status", "fetch", cwd=project)
     assert "up to date" in proc.stdout, proc.stdout + proc.stderr
 
-    unrelated = project / "src/paracl/parts/training/trainer.py"
+    unrelated = project / "src/paracl/stages/train_contrastive/training/trainer.py"
     unrelated.write_text(unrelated.read_text() + "\n# unrelated edit\n")
     proc = dvc("status", "fetch", cwd=project)
     assert "up to date" in proc.stdout, proc.stdout + proc.stderr

@@ -10,9 +10,9 @@ import pytest
 import yaml
 from stage_helpers import stage_argv
 
-from paracl.parts.sources.registry import load_registry
 from paracl.stages import fetch as fetch_mod
 from paracl.stages.fetch import FetchError, SourceFile
+from paracl.stages.fetch.sources.registry import load_registry
 
 REPO = Path(__file__).resolve().parents[2]
 MIRRORED = "mirror MANIFEST.tsv"  # checksum_from of the rows the offline mirror holds
@@ -189,7 +189,7 @@ def test_archive_links_and_damage_are_refused(tmp_path):
     import io
     import tarfile
 
-    from paracl.parts.sources.archives import unpack
+    from paracl.stages.fetch.sources.archives import unpack
 
     link = tmp_path / "a" / "links.tar.gz"
     link.parent.mkdir()

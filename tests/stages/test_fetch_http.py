@@ -24,9 +24,9 @@ import pytest
 import yaml
 from stage_helpers import REPO, stage_argv
 
-from paracl.parts.sources.registry import COLUMNS
 from paracl.stages import fetch as fetch_mod
 from paracl.stages.fetch import FetchError, SourceFile
+from paracl.stages.fetch.sources.registry import COLUMNS
 
 PAWS_TSV = (
     b"id\tsentence1\tsentence2\tlabel\r\n"

@@ -14,7 +14,6 @@ from stage_helpers import run_stage
 from paracl.core import schemas
 from paracl.core.errors import InputError
 from paracl.core.io import read_metadata, read_parquet, write_parquet
-from paracl.parts.ppdb_rules import DictionaryError, read_dictionary
 from paracl.schema import load_params
 from paracl.stages.ppdb_substitute import (
     RuleIndex,
@@ -24,6 +23,7 @@ from paracl.stages.ppdb_substitute import (
     keep_rules,
     matched_sentences,
 )
+from paracl.stages.ppdb_substitute.ppdb_rules import DictionaryError, read_dictionary
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,8 +18,8 @@ from paracl.core.params import ParamsError
 from paracl.core.params import load_params as read_own_keys
 from paracl.parts.losses import LOSSES
 from paracl.parts.runs import expand_runs
-from paracl.parts.training.methods import method_spec, run_config
 from paracl.schema import load_params, with_runs
+from paracl.stages.train_contrastive.training.methods import method_spec, run_config
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,5 +1,5 @@
 """Seeded training batches, uniformly random or grouped by length: one order for both
-contrastive training (paracl.parts.training.trainer) and fine-tuning (evaluation.finetune).
+contrastive training (paracl.stages.train_contrastive.training.trainer) and fine-tuning (evaluation.finetune).
 
 Grouped as transformers' LengthGroupedSampler (Trainer's `group_by_length`) groups: the
 shuffled rows are cut into windows of GROUP_WINDOW batches, each window is sorted by

@@ -2,13 +2,11 @@
 
 - `corpus/`: raw text to clean sentences (prepare_corpus, prepare_domain, corrupt);
 - `encoder/`: `build` the SentenceTransformer to train and save, `embed` a saved one;
-- `evaluation/`: the task registry, readers, metrics and the evaluators; `finetune/`:
-  fine-tuning an encoder on a task;
+- `evaluation/`: the task registry, readers, metrics and the evaluators;
 - `filler/`: the blank filler family (T5 or a causal LM) for JCSE's hard negatives;
-- `losses/`: the papers' contrastive losses, one per file; `training/`: the trainer;
+- `losses/`: the papers' contrastive losses, one per file;
 - `paraphraser/`: the tag-controlled paraphraser family; `tags/`: SIM/BLEU tags;
-- `sts_scorer`: the semantic-similarity scorer; `sources/`: the data-source registry and
-  downloads; `ppdb_rules`: paraphrase dictionaries; `translate`: the round trip's
+- `sts_scorer`: the semantic-similarity scorer; `translate`: the round trip's
   translators and shard worker (roundtrip, paraphrase_pairs); `llama_batch`: batched
   llama.cpp generation, for translate; `runs`: train_contrastive's runs (methods x
   seeds), which three stages and the CLI read.

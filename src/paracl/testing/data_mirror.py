@@ -3,7 +3,7 @@
 Why: a paper preset fetches ~2 GB (SNLI, MultiNLI, ESCI, Wiki-40B, ...) that an offline
 machine has not got, and a test that runs the whole pipeline needs small inputs. This
 builds, for the sources a run fetches, a mirror directory of SMALL files in the SAME
-formats and at the same paths as the registry's (`src/paracl/parts/sources/sources.tsv`):
+formats and at the same paths as the registry's (`src/paracl/stages/fetch/sources/sources.tsv`):
 
 - a file the origin mirror (../shared/data) holds is cut down in its own format (a
   stride sample of its lines, header kept; a few articles of a JSON file; the first
@@ -35,7 +35,13 @@ import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from paracl.parts.sources.registry import COLUMNS, SourceFile, file_digests, load_registry, select
+from paracl.stages.fetch.sources.registry import (
+    COLUMNS,
+    SourceFile,
+    file_digests,
+    load_registry,
+    select,
+)
 from paracl.testing.standins import TRAINING_TEXT
 
 ROWS = 60  # data lines kept per table (plus its first line)

@@ -11,7 +11,7 @@ summed gradient of its own embeddings. (A small autograd.Function on public
 torch.distributed calls: torch.distributed.nn.functional.all_gather does the same but
 is deprecated in torch 2.13, its replacement private.) Every
 process computes the same global loss L, so each slice receives N·dL/d(slice); DDP
-(or paracl.parts.training.parallel.average_gradients, which the trainer uses) then averages
+(or paracl.stages.train_contrastive.training.parallel.average_gradients, which the trainer uses) then averages
 parameter gradients over the N processes, which leaves exactly dL/dθ — the
 single-process gradient on the same global batch (tests/core/test_distributed_gather,
 tests/core/test_distributed_training).

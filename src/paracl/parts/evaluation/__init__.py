@@ -11,7 +11,7 @@
 - `sample`: the one seeded, stratified evaluation sample (never the first N rows);
 - `pi_classes`: the cross-lingual PI paper's classes of pairs and Table I's mean over them;
 - `unsup_sts`, `paraphrase_id`, `retrieval` (QAbot question retrieval): one evaluator per
-  file (fine-tuning: paracl.parts.finetune);
+  file (fine-tuning: paracl.stages.evaluate_finetune.finetune);
 - `job_result`: the result frame both evaluate stages write (their work:
   paracl.stages.evaluate, paracl.stages.evaluate_finetune; the table: paracl.stages.summary).
 """

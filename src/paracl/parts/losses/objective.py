@@ -4,7 +4,7 @@ A bi-encoder objective names the text columns to embed and the loss on their emb
 so the trainer can run it in one pass or through GradCache without knowing the loss.
 Each loss module here builds one (EBSIM's is a cross-encoder objective with its own
 forward: its loss is per example, so plain accumulation is exact). It lives beside the
-losses, not in paracl.parts.training: the trainer imports the losses, never the reverse.
+losses, not in paracl.stages.train_contrastive.training: the trainer imports the losses, never the reverse.
 """
 
 from __future__ import annotations

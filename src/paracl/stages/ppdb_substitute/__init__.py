@@ -54,14 +54,14 @@ from paracl.core.key_figures import write_metrics
 from paracl.core.languages import profile
 from paracl.core.params import Lang, RunWide, Section, param
 from paracl.core.stage import args
-from paracl.parts.ppdb_rules import DictionaryError, read_dictionary
+from paracl.stages.ppdb_substitute.ppdb_rules import DictionaryError, read_dictionary
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
 
 class PpdbSubstitute(Section):
     class Dictionary(Section):
-        # format: see paracl.parts.ppdb_rules (ppdb2/ehimer = the paper's files)
+        # format: see paracl.stages.ppdb_substitute.ppdb_rules (ppdb2/ehimer = the paper's files)
         format: Literal["ppdb2", "ehimer", "tsv", "ppdb-sample", "sudachi"] = param(
             help="the dictionary's line format and where p(d|s) comes from (ppdb2, ehimer: "
             "the papers' files; tsv: source, target, prob; ppdb-sample, sudachi: stand-ins)"

@@ -26,9 +26,9 @@ from tqdm import tqdm
 from paracl.core.io import atomic_dir, atomic_path, write_json
 from paracl.core.params import RunWide, Section
 from paracl.core.stage import args
-from paracl.parts.sources.archives import unpack
-from paracl.parts.sources.download import Unreachable, download
-from paracl.parts.sources.registry import (
+from paracl.stages.fetch.sources.archives import unpack
+from paracl.stages.fetch.sources.download import Unreachable, download
+from paracl.stages.fetch.sources.registry import (
     REGISTRY,
     FetchError,
     SourceFile,

@@ -30,13 +30,13 @@ from paracl.parts.encoder.build import (
 )
 from paracl.parts.losses import LOSSES
 from paracl.parts.tags.tagging import parse_tags
-from paracl.parts.training import parallel
-from paracl.parts.training.card import model_card
-from paracl.parts.training.checkpoint import Checkpoint
-from paracl.parts.training.data import check_task_input, load_examples
-from paracl.parts.training.dev import read_sts, sts_spearman
-from paracl.parts.training.selection import hold_out
-from paracl.parts.training.trainer import TrainConfig, TrainResult, train
+from paracl.stages.train_contrastive.training import parallel
+from paracl.stages.train_contrastive.training.card import model_card
+from paracl.stages.train_contrastive.training.checkpoint import Checkpoint
+from paracl.stages.train_contrastive.training.data import check_task_input, load_examples
+from paracl.stages.train_contrastive.training.dev import read_sts, sts_spearman
+from paracl.stages.train_contrastive.training.selection import hold_out
+from paracl.stages.train_contrastive.training.trainer import TrainConfig, TrainResult, train
 
 TRAIN_LAYERS = "train_contrastive.train_layers"  # the param a refusal of freeze names
 
@@ -76,7 +76,7 @@ METHOD_SETTINGS = (
     "batch_size",
     "epochs",
     "patience",
-    "selection",  # each paper's model selection (paracl.parts.training.selection)
+    "selection",  # each paper's model selection (paracl.stages.train_contrastive.training.selection)
     "sts_dev_every",
     "dev_loss_examples",
     "max_grad_norm",

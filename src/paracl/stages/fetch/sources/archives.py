@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from paracl.parts.sources.registry import FetchError
+from paracl.stages.fetch.sources.registry import FetchError
 
 
 def _target(root: Path, name: str, archive: Path) -> Path | None:

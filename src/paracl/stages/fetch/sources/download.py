@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from paracl.parts.sources.registry import FetchError
+from paracl.stages.fetch.sources.registry import FetchError
 
 TIMEOUT_S = 60
 

@@ -3,11 +3,11 @@ process or relaunched under torchrun, resumable from checkpoints, with its curve
 
 On N processes (one per GPU, or CPU processes with gloo) the outputs are the same:
 `train_contrastive.processes: N` makes the stage relaunch itself under torchrun (the DVC
-cmd stays the same); rank 0 evaluates and writes (paracl.parts.training.parallel).
+cmd stays the same); rank 0 evaluates and writes (paracl.stages.train_contrastive.training.parallel).
 
 Resumable: training state is saved beside the encoder (`<encoder>.partial-<key>/`) every
 `checkpoint_every` steps and on SIGTERM (then the stage exits with status 143); a rerun
-with the same params and inputs continues from it (paracl.parts.training.checkpoint).
+with the same params and inputs continues from it (paracl.stages.train_contrastive.training.checkpoint).
 """
 
 from __future__ import annotations
@@ -35,10 +35,15 @@ from paracl.core.plots import png_figure
 from paracl.core.stage import args
 from paracl.parts.losses import LOSSES
 from paracl.parts.runs import EXPAND, expand_runs
-from paracl.parts.training import parallel
-from paracl.parts.training.checkpoint import Checkpoint, TrainingInterrupted, key_on_main, run_key
-from paracl.parts.training.dev import DEV_SETS
-from paracl.parts.training.methods import (
+from paracl.stages.train_contrastive.training import parallel
+from paracl.stages.train_contrastive.training.checkpoint import (
+    Checkpoint,
+    TrainingInterrupted,
+    key_on_main,
+    run_key,
+)
+from paracl.stages.train_contrastive.training.dev import DEV_SETS
+from paracl.stages.train_contrastive.training.methods import (
     METHOD_SETTINGS,
     MethodSpec,
     method_spec,
@@ -58,7 +63,7 @@ class TrainContrastive(Section):
     class Method(Section):
         """One entry of train_contrastive.methods. Its other keys are shared training keys it
         sets for itself (METHOD_SETTINGS, checked as the shared key is) and the loss's own
-        params, checked by paracl.parts.training.methods, which knows each loss."""
+        params, checked by paracl.stages.train_contrastive.training.methods, which knows each loss."""
 
         extra_keys: ClassVar[bool] = True
         input: str = param(help="the artifact it trains on (its DVC dep)")

@@ -59,17 +59,17 @@ from paracl.core.device import (
 from paracl.core.distributed.gather import gather_columns, local_rows, rank, world_size
 from paracl.parts.encoder.build import inference_model
 from paracl.parts.encoder.forward import embed
-from paracl.parts.training import parallel
-from paracl.parts.training.checkpoint import (
+from paracl.stages.train_contrastive.training import parallel
+from paracl.stages.train_contrastive.training.checkpoint import (
     Checkpoint,
     TrainingInterrupted,
     all_rng_states,
     set_rng_state,
     sigterm_requests,
 )
-from paracl.parts.training.grad_cache import cached_step
-from paracl.parts.training.selection import dev_loss, step_eval_due
-from paracl.parts.training.tokens import TokenCache, embed_cached
+from paracl.stages.train_contrastive.training.grad_cache import cached_step
+from paracl.stages.train_contrastive.training.selection import dev_loss, step_eval_due
+from paracl.stages.train_contrastive.training.tokens import TokenCache, embed_cached
 
 log = logging.getLogger(__name__)
 
