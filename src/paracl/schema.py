@@ -22,8 +22,6 @@ from paracl.core.params import (
     Keys,
     OtherSection,
     RunWide,
-    Section,
-    keys_of,
     read_params,
     validate,
 )
@@ -39,36 +37,23 @@ def _stage_modules() -> dict[str, ModuleType]:
 
 STAGE_MODULES = _stage_modules()
 STAGES = tuple(STAGE_MODULES)
-
-
-def stage_schemas() -> dict[str, type[Section]]:
-    """{stage: the Params it reads of params.yaml}."""
-    return {name: module.Params for name, module in STAGE_MODULES.items()}
-
-
-def owners() -> dict[str, str]:
-    """{top-level key: the stage that declares it}: a section's owner is the stage of its
-    name (others that read it import its schema); a top-level scalar, its first reader."""
-    found: dict[str, str] = {}
-    for stage, schema in stage_schemas().items():
-        for f in fields(schema):
-            if f.name in keys_of(RunWide) or f.type is OtherSection:
-                continue  # the run-wide keys are the core's; another stage owns the section
-            if f.name == stage or f.name not in found:
-                found[f.name] = stage
-    return found
+RUN_WIDE = {f.name for f in fields(RunWide)}  # the core's keys, every stage's to read
 
 
 def schema_fields() -> list[Field]:
     """params.yaml's top-level keys as fields: the run-wide ones, then each stage's
-    top-level scalars, then the sections (by stage name), each declared by its owner."""
-    schemas = stage_schemas()
-    declared = {f.name: f for f in fields(RunWide)}
-    for name, stage in owners().items():
-        declared[name] = next(f for f in fields(schemas[stage]) if f.name == name)
+    top-level scalars, then the sections (by stage name). A section is declared by the
+    stage of its name (another that reads it imports that schema, or takes it as an
+    OtherSection); a top-level scalar by its first reader."""
     run_wide = list(fields(RunWide))
-    rest = [f for f in declared.values() if f not in run_wide]
-    return run_wide + sorted(rest, key=lambda f: is_dataclass(f.type))
+    owned: dict[str, Field] = {}
+    for stage, module in STAGE_MODULES.items():
+        for f in fields(module.Params):
+            if f.name in RUN_WIDE or f.type is OtherSection:
+                continue  # the run-wide keys are the core's; another stage owns the section
+            if f.name == stage or f.name not in owned:
+                owned[f.name] = f
+    return run_wide + sorted(owned.values(), key=lambda f: is_dataclass(f.type))
 
 
 def schema_keys() -> Keys:
@@ -79,8 +64,8 @@ def schema_keys() -> Keys:
 def check_all(values: dict) -> dict:
     """Check a whole params mapping: every key, then every stage's checks across keys."""
     checked = validate(values, schema_keys())
-    for schema in stage_schemas().values():
-        schema.check({f.name: checked[f.name] for f in fields(schema)})
+    for module in STAGE_MODULES.values():
+        module.Params.check({f.name: checked[f.name] for f in fields(module.Params)})
     return checked
 
 
