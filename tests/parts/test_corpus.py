@@ -359,3 +359,42 @@ def test_wiki40b_parquet_errors_name_file_and_row(tmp_path):
     other = tmp_path / "other.parquet"
     pq.write_table(pa.table({"sentence": ["x"]}), other)
     assert "not Wiki-40B Parquet: no 'text' column" in _error(other, "wiki40b")
+
+
+WIKI_LINES = """\
+a line before any title
+Raymar Jose
+Raymar A. Jose is a Filipino basketball player.
+He was drafted in 2017.
+Nile (ship)
+Several vessels have been named Nile.
+season
+The 2020 season is the club's 47th.
+She is Hispanic
+"""
+
+
+def test_wiki_lines_reader_finds_titles_by_their_lead_sentence(tmp_path):
+    """A title is a short unpunctuated capitalised line whose words the next line holds
+    (its parenthesised qualifier aside); lowercase or unmatched lines are sentences."""
+    f = tmp_path / "wiki1m.txt"
+    f.write_text(WIKI_LINES, encoding="utf-8")
+    docs, stats = _read(f, "wiki_lines")
+    assert [(d.doc_id, d.title, d.paragraphs) for d in docs] == [
+        ("wiki1m:0", "Raymar Jose",
+         ["Raymar A. Jose is a Filipino basketball player.", "He was drafted in 2017."]),
+        ("wiki1m:1", "Nile (ship)",
+         ["Several vessels have been named Nile.", "season",
+          "The 2020 season is the club's 47th.", "She is Hispanic"]),
+    ]  # fmt: skip
+    assert (stats.documents, stats.paragraphs) == (2, 6)
+
+
+def test_wiki_lines_title_rule():
+    from paracl.parts.corpus.readers import is_title
+
+    assert is_title("Hoboken Public Library", "The Hoboken Public Library is a library.")
+    assert not is_title("Hoboken Public Library", "It is the free library of the city.")
+    assert not is_title("Report 1851.", "Report 1851 was printed.")  # ends a sentence
+    assert not is_title("says", "Jennie Kermode says")  # not capitalised
+    assert not is_title(" ".join(["Word"] * 13), " ".join(["Word"] * 13))  # too long

@@ -163,7 +163,8 @@ def rank_documents(
     if not groups:
         raise InputError(
             f"{where}: no document has a title and at least 2 sentences; EBSIM needs titled "
-            "multi-sentence documents (a wiki40b or jaquad corpus; plain text has no titles)"
+            "multi-sentence documents (a wiki40b, jaquad or wiki_lines corpus; plain text has "
+            "no titles)"
         )
     # One encode call for every title and sentence: sentence-transformers sorts them by
     # length and fills its batches (one call per document ran many small, padded batches).

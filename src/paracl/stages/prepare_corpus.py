@@ -26,9 +26,10 @@ class PrepareCorpus(Section):
             help="a file or folder of the raw corpus: a fetched one (data/raw/...) or your own "
             "text file, hashed by DVC as a dep"
         )
-        format: Literal["text", "wiki40b", "jaquad"] = param(
+        format: Literal["text", "wiki40b", "jaquad", "wiki_lines"] = param(
             help="its reader: text = one sentence or paragraph a line (.txt); wiki40b = "
-            "Wiki-40B's marker format (.txt or Parquet); jaquad = JaQuAD's JSON contexts"
+            "Wiki-40B's marker format (.txt or Parquet); jaquad = JaQuAD's JSON contexts; "
+            "wiki_lines = Wikipedia a sentence a line, each article from its title line"
         )
 
     input: dict[Lang, CorpusInput]

@@ -13,6 +13,12 @@ Three formats, chosen by `prepare_corpus.input.<lang>.format`:
   `<file>:<wikidata_id>`). The title becomes the document's title (EBSIM needs it).
 - `jaquad`: JaQuAD's SQuAD-style JSON (`data[].title`, `data[].paragraphs[].context`).
   Each article is a document: `<file>:<article number>`.
+- `wiki_lines`: one sentence a line in article order, each article opening with its title
+  line, as SimCSE's wiki1m (the mirror's English Wikipedia) is laid out, with no marker:
+  the English titled corpus offline (EBSIM, presets/ebsim-en.yaml). A line is a title
+  when `is_title` says so (Wikipedia's lead sentence names its subject); the lines up to
+  the next title are its article (`<file>:<article number>`). Lines before the first
+  title belong to no article and are skipped (logged).
 
 Why the care with bytes: a real crawl holds stray undecodable lines and lines with
 control characters, and a dump may be cut off mid-write (the mirrored wiki1m sample
@@ -38,8 +44,13 @@ from paracl.core.errors import InputError
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("text", "wiki40b", "jaquad")
-SUFFIXES = {"text": (".txt",), "wiki40b": (".txt", ".parquet"), "jaquad": (".json",)}
+FORMATS = ("text", "wiki40b", "jaquad", "wiki_lines")
+SUFFIXES = {
+    "text": (".txt",),
+    "wiki40b": (".txt", ".parquet"),
+    "jaquad": (".json",),
+    "wiki_lines": (".txt",),
+}
 MAX_EXAMPLES = 5  # file:line examples kept per kind of skip, for the metrics
 SAMPLE_BYTES = 1 << 16  # the start of a file, judged before any work
 # C0 controls other than tab/newline/carriage return, and DEL: not text in a corpus line
@@ -168,7 +179,12 @@ def _refuse_if_mostly_bad(file: Path, fmt: str, bad: int, total: int) -> None:
 
 def read_documents(source: str | Path, fmt: str, stats: ReadStats) -> Iterator[Document]:
     """Yield the documents of `source` in a fixed order (files sorted by path)."""
-    reader = {"text": _read_text, "wiki40b": _read_wiki40b, "jaquad": _read_jaquad}[fmt]
+    reader = {
+        "text": _read_text,
+        "wiki40b": _read_wiki40b,
+        "jaquad": _read_jaquad,
+        "wiki_lines": _read_wiki_lines,
+    }[fmt]
     for file, prefix in input_files(source, fmt):
         stats.files += 1
         before = stats.documents
@@ -232,6 +248,50 @@ def _read_text(file: Path, prefix: str, stats: ReadStats) -> Iterator[Document]:
                 "use format: wiki40b"
             )
         yield Document(f"{prefix}:{lineno}", "", [text])
+
+
+TITLE_WORDS = 12  # a title line has at most this many words
+# a sentence ends so; a title does not (a closing parenthesis may: "Nile (ship)")
+SENTENCE_END = re.compile(r"[.!?:;,\"']$")
+QUALIFIER = re.compile(r"\s*\([^()]*\)$")  # Wikipedia's "(disambiguation)" after a title
+
+
+def is_title(line: str, following: str) -> bool:
+    """Whether `line` opens an article of Wikipedia text laid out a sentence a line
+    (wiki_lines): a short line (at most TITLE_WORDS words) that starts with a capital or a
+    digit, ends in no sentence punctuation, and whose every word (its trailing
+    parenthesised qualifier left out) occurs in `following`, the next line: a Wikipedia
+    lead sentence names its subject ("Raymar Jose" / "Raymar A. Jose is a Filipino ...")."""
+    words = line.split()
+    if not 1 <= len(words) <= TITLE_WORDS or SENTENCE_END.search(line):
+        return False
+    if not (line[0].isupper() or line[0].isdigit()):
+        return False
+    head = QUALIFIER.sub("", line).split()
+    return bool(head) and all(word in following for word in head)
+
+
+def _read_wiki_lines(file: Path, prefix: str, stats: ReadStats) -> Iterator[Document]:
+    """Articles of a sentence-a-line Wikipedia text, each from its title line (is_title)
+    to the next one."""
+    lines = [text.strip() for _, text in _decoded_lines(file, stats, "wiki_lines")]
+    lines = [text for text in lines if text]
+    article: tuple[str, list[str]] | None = None
+    n = before = 0
+    for i, text in enumerate(lines):
+        if i + 1 < len(lines) and is_title(text, lines[i + 1]):
+            if article is not None and article[1]:
+                yield Document(f"{prefix}:{n}", *article)
+                n += 1
+            article = (text, [])
+        elif article is None:
+            before += 1
+        else:
+            article[1].append(text)
+    if article is not None and article[1]:
+        yield Document(f"{prefix}:{n}", *article)
+    if before:
+        log.info("%s: %d line(s) before the first title skipped (no article)", file, before)
 
 
 def _read_wiki40b(file: Path, prefix: str, stats: ReadStats) -> Iterator[Document]:
