@@ -43,6 +43,12 @@ from paracl.core.io import ArtifactError, atomic_path, read_json, write_json
 from paracl.core.params import OtherSection, RunWide, Section, param
 from paracl.core.stage import args
 from paracl.core.tables import header_cells, markdown_table
+from paracl.parts.evaluation.ebsim_tables import (
+    EBSIM_MEASURES,
+    ebsim_markdown,
+    ebsim_sections,
+    table_tasks,
+)
 from paracl.parts.evaluation.pi_classes import PI_CLASSES, chance, class_scores, paper_mean
 from paracl.parts.evaluation.tasks import EN, JA, PI_XLING, PI_XLING_SETS, job_info
 from paracl.parts.runs import ENCODERS
@@ -178,7 +184,7 @@ NO_FILE = "not run (no metrics file)"
 def measure_title(measure: str | None) -> str:
     """A claim's or column's measure as the tables name it (any measure a summary.json may
     hold: today's, a PI claim's, an older file's); `Avg.` for none."""
-    return {**OLD_MEASURES, **MEASURES, **PI_MEASURES}.get(measure, "Avg.")
+    return {**OLD_MEASURES, **MEASURES, **PI_MEASURES, **EBSIM_MEASURES}.get(measure, "Avg.")
 
 
 def measure_of(task: str) -> str:
@@ -470,7 +476,7 @@ def build_summary(
 ) -> dict:
     """The summary as JSON-able data: per row (a method over its seeds) per task
     score/std/official, Avg., and the difference to `none`."""
-    tasks = ordered_tasks(tasks)
+    tasks = ordered_tasks(table_tasks(tasks))  # EBSIM's Figure 2 sizes: a table of their own
     use = [t for t in tasks if avg_over == "all" or measure_of(t) == "finetune"]
     entries = {name: _entry_row(per_task, tasks, use) for name, per_task in results.items()}
     groups = groups or {name: [name] for name in results}
@@ -502,6 +508,7 @@ def build_summary(
     if pi:  # the cross-lingual PI paper's tables and claims (presets/pi-en-ja.yaml)
         out["pi_xling"] = pi
         out["claims"] += pi_claims(pi)
+    out |= ebsim_sections(results, groups, out["claims"])  # EBSIM's Table 2 and Figure 2
     bases = row_bases(rows, groups)
     out["claims"] = [on_one_base(c, bases) for c in out["claims"]]
     return out
@@ -779,6 +786,7 @@ def to_markdown(summary: dict, decimals: int = 1, marks: dict[str, str] | None =
     if daggers:
         lines.append("† not the official split: a seeded re-split of what exists offline "
                      "(see split_note in metrics/eval/<method>/<task>.json).")  # fmt: skip
+    lines += ebsim_markdown(summary, fmt)  # EBSIM's Table 2 and Figure 2, where present
     lines += _breakdowns(summary, fmt) + pi_xling_markdown(summary, fmt) + _claims(summary, fmt)
     lines += ["", "Base model that ran, per method:", ""]
     lines += [f"- {m}: {', '.join(r['base_models']) or 'unknown'}" for m, r in rows.items()]

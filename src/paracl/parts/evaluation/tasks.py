@@ -20,7 +20,7 @@ raises TaskUnavailable (resplit) or SplitMissing (fail).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -100,6 +100,10 @@ class Task:
     # (fraction, seed) of a dev carved from train whatever the caller's seed: training (any
     # seed) and evaluation then hold out the same pairs, so no run trains on its dev.
     fixed_carve: tuple[float, int] | None = None
+    # A few-shot variant (FEW_SHOT) of task `variant_of`: its train split is a seeded sample
+    # of `train_cap` pairs whatever evaluate.max_train says (EBSIM's Figure 2 offline)
+    train_cap: int | None = None
+    variant_of: str | None = None
 
 
 @dataclass
@@ -417,7 +421,28 @@ TASKS: dict[str, Task] = {
 }  # fmt: skip
 
 
+# EBSIM's Figure 2 (few-shot fine-tuning at growing training sizes) offline: each task of
+# FEW_SHOT_TASKS at each size is a fine-tuning job of its own, `<task>_n<size>` (e.g.
+# stsb_n250), the task with its train split a seeded sample of that size. The task itself,
+# at evaluate.max_train, is the curve's point at that size (presets/ebsim-en.yaml).
+FEW_SHOT_SIZES = (250, 500, 2000)
+FEW_SHOT_TASKS = ("stsb", "mrpc")
+
+
+def few_shot(task: Task, size: int) -> Task:
+    """`task` fine-tuned on a seeded sample of `size` train pairs (a FEW_SHOT job)."""
+    return replace(task, name=f"{task.name}_n{size}", title=f"{task.title} ({size} train)",
+                   train_cap=size, variant_of=task.name)  # fmt: skip
+
+
+FEW_SHOT = {
+    v.name: v for t in FEW_SHOT_TASKS for v in (few_shot(TASKS[t], n) for n in FEW_SHOT_SIZES)
+}
+
+
 def get_task(name: str) -> Task:
+    if name in FEW_SHOT:
+        return FEW_SHOT[name]
     if name not in TASKS:
         raise KeyError(f"unknown task {name!r} (known: {', '.join(sorted(TASKS))})")
     return TASKS[name]
@@ -443,7 +468,7 @@ DOMAIN = {  # JCSE's domain tasks: clinical STS by cosine, educational question 
               "group": TABLE6},
 }  # fmt: skip
 EMBEDDING_JOBS = (*UNSUP, *PI, *PI_XLING, *DOMAIN)
-FINETUNE_JOBS = tuple(TASKS)
+FINETUNE_JOBS = (*TASKS, *FEW_SHOT)
 JOBS = (*EMBEDDING_JOBS, *FINETUNE_JOBS)
 
 

@@ -141,7 +141,12 @@ def _finetune(
 ) -> dict:
     t = get_task(task)
     data = load_task_for(task, cfg, seed)
-    caps = {"train": cfg["max_train"], "dev": cfg["max_dev"], "test": cfg["max_test"]}
+    # a few-shot variant (tasks.FEW_SHOT) samples its own train size, not max_train
+    caps = {
+        "train": t.train_cap or cfg["max_train"],
+        "dev": cfg["max_dev"],
+        "test": cfg["max_test"],
+    }
     samples = cap_splits(data, caps, seed)
     for name, df in data.eval_sets.items():  # zero-shot / cross-lingual sets: test's cap
         data.eval_sets[name], samples[name] = sample_rows(df, caps["test"], seed, "label")
