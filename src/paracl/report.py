@@ -46,7 +46,7 @@ MARKER = re.compile(
     r"<!-- report:(@?[A-Za-z0-9_.-]+)(?::([a-z]+))? -->\n(.*?)<!-- /report -->\n", re.S
 )
 TAG = re.compile(r"<(?=[A-Za-z/!?])")  # where HTML would start a tag
-PARTS = ("all", "table", "sets", "claims", "pi")
+PARTS = ("all", "table", "sets", "claims", "pi", "ebsim")
 EXTRA_PARTS = ("plot", "heatmaps", "curve")
 CURVE = "learning_curve.csv"  # `paracl learning-curve`'s table, committed beside a summary
 PARAMS_PAGE = Path("docs/reference/params.md")
@@ -162,7 +162,7 @@ def split_parts(markdown: str) -> dict[str, str]:
     """to_markdown's output cut into its parts (paragraphs are blank-line separated)."""
     paras = markdown.strip("\n").split("\n\n")
     parts = {"all": markdown.strip("\n"), "table": "\n\n".join(paras[:2]), "sets": "", "claims": "",
-             "pi": ""}  # fmt: skip
+             "pi": "", "ebsim": ""}  # fmt: skip
 
     def until(i: int, prefix: str) -> str:
         """Paragraphs i.. up to the first that starts with `prefix` (or the end)."""
@@ -174,6 +174,8 @@ def split_parts(markdown: str) -> dict[str, str]:
             parts["sets"] = "\n\n".join(paras[i : i + 2])
         elif para.startswith("Table I ("):  # the PI paper's tables, up to the claims
             parts["pi"] = until(i, "The papers' claims")
+        elif para.startswith(("Table 2 (EBSIM", "Figure 2 (EBSIM")):  # title, table, caption
+            parts["ebsim"] = "\n\n".join(p for p in (parts["ebsim"], *paras[i : i + 3]) if p)
         elif para.startswith("The papers' claims"):
             parts["claims"] = until(i, "Base model")
     return parts
@@ -402,7 +404,21 @@ def draw_plots(root: Path) -> list[Path]:
             base = read_json(results / name / "summary.json")["methods"].get("none", {})
             lc.plot(lc.read_csv(curve), root / IMG / f"{name}-curve.png", base.get("avg"))
             written.append(root / IMG / f"{name}-curve.png")
+        few = root / IMG / f"{name}-fewshot.png"
+        if plot_few_shot(results / name, few):
+            written.append(few)
     return written
+
+
+def plot_few_shot(directory: Path, path: Path) -> bool:
+    """EBSIM's Figure 2 (its summary's `ebsim_few_shot`), where the result has one."""
+    from paracl.parts.evaluation import ebsim_tables
+
+    summary = directory / "summary.json"
+    curve = read_json(summary).get("ebsim_few_shot") if summary.is_file() else None
+    if curve:
+        ebsim_tables.plot_few_shot(curve, path)
+    return bool(curve)
 
 
 # -- the marked blocks of README.md and docs/ ---------------------------------------------
@@ -784,6 +800,8 @@ def render_block(root: Path, page: Path, name: str, part: str) -> str:
     text = render_theta(results, name) if theta else render_summary(results, name, part)
     where = f"{source}exp-show-*.json" if theta else f"{source}summary.json"
     image = f"\n\n{_image(root, page, name)}" if part in ("all", "table") else ""
+    if part == "ebsim" and (root / IMG / f"{name}-fewshot.png").is_file():  # EBSIM's Figure 2
+        image = f"\n\n{_image(root, page, name, '-fewshot')}"
     small = (
         caption(results / name, where)  # the table says when, where and how; its parts point back
         if part in ("all", "table")

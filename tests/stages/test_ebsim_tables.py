@@ -159,3 +159,19 @@ def test_a_claim_against_a_base_at_the_constant_answer_is_not_testable():
     text = to_markdown(summary)
     assert "not testable: none at chance on MRPC" in text
     assert "The constant answer on these test pairs: MRPC Acc 66.6, F1 80.0." in text
+
+
+def test_report_renders_the_ebsim_part_and_draws_figure_two(summary, tmp_path):
+    """`paracl report`: a result's `ebsim` part is Table 2 and Figure 2 with its plot
+    (docs/img/<name>-fewshot.png), drawn from the committed summary.json."""
+    from paracl import report
+    from paracl.core.io import write_json
+
+    write_json(summary, tmp_path / "results" / "ebsim-x" / "summary.json")
+    (tmp_path / "docs").mkdir()
+    written = report.draw_plots(tmp_path)
+    assert tmp_path / "docs" / "img" / "ebsim-x-fewshot.png" in written
+    text = report.render_block(tmp_path, tmp_path / "docs" / "results.md", "ebsim-x", "ebsim")
+    assert text.startswith("Table 2 (EBSIM's layout)")
+    assert "Figure 2 (EBSIM's few-shot curve)" in text and "The papers' claims" not in text
+    assert "![ebsim-x-fewshot](img/ebsim-x-fewshot.png)" in text
