@@ -102,6 +102,7 @@ ON_TOP = {
     "effect-en-theta": ["effect-en"],
     "effect-ja-finetune": ["effect-ja"],
     "effect-ja-ebsim": ["effect-ja"],
+    "ebsim-en": ["effect-en"],
     "learning-curve-en": ["effect-en"],
     "learning-curve-en-all": ["effect-en", "learning-curve-en"],
 }

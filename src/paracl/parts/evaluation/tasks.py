@@ -425,7 +425,7 @@ TASKS: dict[str, Task] = {
 # FEW_SHOT_TASKS at each size is a fine-tuning job of its own, `<task>_n<size>` (e.g.
 # stsb_n250), the task with its train split a seeded sample of that size. The task itself,
 # at evaluate.max_train, is the curve's point at that size (presets/ebsim-en.yaml).
-FEW_SHOT_SIZES = (250, 500, 2000)
+FEW_SHOT_SIZES = (125, 250, 500, 2000)
 FEW_SHOT_TASKS = ("stsb", "mrpc")
 
 
