@@ -122,6 +122,53 @@ def test_cross_encoder_still_trains_saves_and_reloads(tiny_bert, tmp_path):
         )
 
 
+def test_cross_encoder_trains_on_both_orders_with_the_recipes_warmup(tiny_bert, tmp_path):
+    """sentence-transformers' STS-B cross-encoder script (v2/v3): every train pair in both
+    orders, same label; warm-up ceil(10 % of the steps) of batches over both orders, then
+    linear decay to 0; weight decay 0.01; dev correlation after every epoch."""
+    import math
+
+    cfg = {**CFG, "epochs": 4}
+    trainer = sts_scorer.cross_encoder_trainer(tiny_bert, TRAIN, DEV, tmp_path, 0, cfg, "cpu")
+    data = trainer.train_dataset
+    rows = list(zip(data["sentence1"], data["sentence2"], data["label"], strict=True))
+    assert len(rows) == 2 * len(TRAIN)
+    for a, b, s in zip(TRAIN.first, TRAIN.second, TRAIN.score, strict=True):
+        assert (a, b, s) in rows and (b, a, s) in rows
+    steps_per_epoch = len(trainer.get_train_dataloader())
+    assert steps_per_epoch == math.ceil(2 * len(TRAIN) / CFG["batch_size"])  # 8, not 4
+    total = math.ceil(steps_per_epoch * cfg["epochs"])
+    warmup = math.ceil(steps_per_epoch * cfg["epochs"] * 0.1)  # the script's warmup_steps
+    assert warmup == 4  # one order alone would give 2
+    trainer.create_optimizer_and_scheduler(num_training_steps=total)
+    factor = [trainer.lr_scheduler.lr_lambdas[0](step) for step in range(total + 1)]
+    assert factor.index(1.0) == warmup and all(f < 1.0 for f in factor[:warmup])
+    assert factor[-1] == 0.0 and factor == sorted(factor[:warmup]) + sorted(factor[warmup:])[::-1]
+    assert trainer.args.weight_decay == 0.01 and trainer.args.eval_strategy == "epoch"
+    assert trainer.args.num_train_epochs == 4
+
+
+def test_cross_encoder_keeps_its_best_epoch_on_dev(tiny_bert, tmp_path):
+    """CrossEncoder.fit's save_best_model: dev Spearman after each epoch, the best kept."""
+    cfg = {**CFG, "epochs": 3}
+    model, dev = sts_scorer.train_one(
+        "cross_encoder", tiny_bert, TRAIN, DEV, tmp_path, 0, cfg, "cpu"
+    )
+    assert len(dev["by_epoch"]) == 3
+    assert dev["best_epoch"] == int(np.argmax(dev["by_epoch"])) + 1
+    # the model returned is that epoch's: its dev Spearman is the best one recorded
+    assert dev["spearman"] == pytest.approx(max(dev["by_epoch"]), abs=1e-3)
+
+
+def test_epochs_null_takes_the_kinds_default():
+    from paracl.stages.train_sts_scorer import EPOCHS, epochs_of
+
+    assert EPOCHS["cross_encoder"] == 4  # sentence-transformers' STS-B cross-encoder script
+    assert epochs_of({"kind": "cross_encoder", "epochs": None}) == 4
+    assert epochs_of({"kind": "bi_encoder", "epochs": None}) == EPOCHS["bi_encoder"]
+    assert epochs_of({"kind": "cross_encoder", "epochs": 2}) == 2
+
+
 def test_directory_without_kind_file_is_a_cross_encoder(tiny_bert, tmp_path):
     from sentence_transformers.cross_encoder import CrossEncoder
 

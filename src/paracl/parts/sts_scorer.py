@@ -3,18 +3,21 @@
 Paper §3.1/§4.2: a Sentence-BERT cross-encoder trained on STS-B predicts a pair's
 similarity in [0, 1]; the paper trains DeBERTaV3-large with 10 seeds and keeps the best
 on dev, because fine-tuning on STS-B varies a lot with the seed. That setup is
-`kind: cross_encoder` here: gold scores 0–5 are divided by 5 and the loss is binary
-cross-entropy on the sigmoid output, as sentence-transformers' STS-B recipe does.
+`kind: cross_encoder` here, trained as sentence-transformers' STS-B cross-encoder script
+of the paper's time does (v2/v3, `CrossEncoder.fit`): each train pair in both orders, gold
+0–5 divided by 5, binary cross-entropy on the logit (sigmoid output), linear decay after a
+warm-up of 10 % of the steps, weight decay 0.01 (bias and LayerNorm left out), dev
+Spearman after every epoch and the best epoch kept. Its 4 epochs are the stage's default
+for the kind (paracl.stages.train_sts_scorer).
 
-`kind: bi_encoder` is the offline default: a cross-encoder started from all-MiniLM-L6-v2
-(which never read two sentences as one input) and fine-tuned on STS-B stays well below
-what that encoder reaches as a bi-encoder with no training at all (STS-B test Spearman
-75.6 vs 82.0), so the bi-encoder is fine-tuned on STS-B instead (85.5, 2 epochs), with
-CosineSimilarityLoss (MSE between the cosine and gold/5). That loss makes the cosine an
-estimate of gold/5, the [0, 1] scale the cross-encoder predicts, so SIM bins
-(tagging.sim_tag) mean the same for both kinds (mean |SIM - 20 × gold| on STS-B test:
-12.4 points, the cross-encoder 15.7); the rare negative cosine is clipped to 0.
-`epochs: 0` uses the encoder as it is (zero-shot; its cosine is not calibrated to gold/5).
+`kind: bi_encoder`: a cross-encoder started from all-MiniLM-L6-v2 (which never read two
+sentences as one input) stays below what that encoder reaches as a fine-tuned bi-encoder,
+so the bi-encoder is fine-tuned on STS-B instead with CosineSimilarityLoss (MSE between
+the cosine and gold/5). That loss makes the cosine an estimate of gold/5, the [0, 1] scale
+the cross-encoder predicts, so SIM bins (tagging.sim_tag) mean the same for both kinds;
+the rare negative cosine is clipped to 0. `epochs: 0` uses the encoder as it is
+(zero-shot; its cosine is not calibrated to gold/5). docs/stages/roundtrip.md has both
+kinds' measured scores and times.
 
 Mixed precision: the sentence-transformers Trainer autocasts and scales the loss itself;
 its fp16 / bf16 arguments are set from the `precision` param as every other loop's
@@ -54,6 +57,11 @@ SCALE = {
     "cross_encoder": "sigmoid of the cross-encoder's output, in [0, 1]",
 }
 PAPER = {"base_model": "microsoft/deberta-v3-large", "kind": "cross_encoder", "n_seeds": 10}
+# sentence-transformers' STS-B scripts (v2/v3): warm-up of 10 % of the training steps; the
+# cross-encoder's CrossEncoder.fit decays weights by 0.01 (the Trainer's default is 0)
+WARMUP_RATIO = 0.1
+CROSS_ENCODER_WEIGHT_DECAY = 0.01
+DEV_METRIC = "eval_sts_dev_spearman"  # the Trainer's name of the dev evaluator's Spearman
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,18 @@ def sample_pairs(pairs: StsPairs, n: int | None, seed: int) -> StsPairs:
     )
 
 
+def both_orders(pairs: StsPairs) -> StsPairs:
+    """Each pair as (a, b) and then (b, a), with the same score: the cross-encoder reads the
+    two sentences as one input, and training on both orders makes its score symmetric, as
+    sentence-transformers' STS-B cross-encoder script trains it."""
+    first, second, score = [], [], []
+    for a, b, s in zip(pairs.first, pairs.second, pairs.score, strict=True):
+        first += [a, b]
+        second += [b, a]
+        score += [s, s]
+    return StsPairs(first, second, score)
+
+
 def correlations(pred: np.ndarray, gold: list[float]) -> dict:
     """Pearson and Spearman ×100, as STS papers report them, and the mean absolute error
     ×100 (SIM points): how far the score is from gold/5, i.e. how trustworthy SIM bins are."""
@@ -146,17 +166,18 @@ def predict(model: Any, pairs: list[tuple[str, str]], batch_size: int = 64) -> n
 
 
 def _training_args(
-    cls: type, out_dir: Path, seed: int, cfg: dict, device: str, precision: str
+    cls: type, out_dir: Path, seed: int, cfg: dict, device: str, precision: str, **extra: Any
 ) -> Any:
-    """The arguments both kinds share: linear decay after 10% warm-up, no checkpoints,
-    mixed precision as `precision` picks it for `device` (the Trainer scales fp16 itself)."""
+    """The arguments both kinds share: linear decay after a warm-up of WARMUP_RATIO of the
+    steps, no checkpoints, mixed precision as `precision` picks it for `device` (the
+    Trainer scales fp16 itself); `extra` adds a kind's own."""
     dtype = autocast_dtype(torch.device(device), precision)
     return cls(
         output_dir=str(out_dir / "checkpoints"),
         num_train_epochs=cfg["epochs"],
         per_device_train_batch_size=cfg["batch_size"],
         learning_rate=cfg["lr"],
-        warmup_steps=0.1,  # a float is a ratio of the training steps (transformers v5)
+        warmup_steps=WARMUP_RATIO,  # a float < 1 is a ratio of the steps, rounded up
         seed=seed,
         data_seed=seed,
         save_strategy="no",
@@ -166,30 +187,100 @@ def _training_args(
         use_cpu=device == "cpu",
         fp16=dtype == torch.float16,
         bf16=dtype == torch.bfloat16,
+        **extra,
     )
 
 
-def _train_cross_encoder(
-    base: str, data: Any, out_dir: Path, seed: int, cfg: dict, device: str, precision: str
+def _dataset(pairs: StsPairs) -> Any:
+    from datasets import Dataset
+
+    return Dataset.from_dict(
+        {"sentence1": pairs.first, "sentence2": pairs.second, "label": pairs.score}
+    )
+
+
+def _keep_best_epoch() -> Any:
+    """A Trainer callback that keeps, after each epoch's dev evaluation, a CPU copy of the
+    weights when dev Spearman beats every earlier epoch (a tie keeps the earlier one, as
+    CrossEncoder.fit's `save_best_model` does); `restore` puts the best back. In memory,
+    so no checkpoint is written. Built here: transformers is imported only to train."""
+    from transformers import TrainerCallback
+
+    class KeepBestEpoch(TrainerCallback):
+        def __init__(self) -> None:
+            self.by_epoch: list[float] = []  # dev Spearman ×100 after each epoch
+            self.best: dict | None = None
+
+        def on_evaluate(self, args, state, control, metrics=None, model=None, **kwargs):  # noqa: ANN001, ANN201
+            spearman = float(metrics[DEV_METRIC]) * 100
+            if not self.by_epoch or spearman > max(self.by_epoch):
+                weights = model.state_dict().items()
+                self.best = {k: v.detach().to("cpu", copy=True) for k, v in weights}
+            self.by_epoch.append(spearman)
+
+        def restore(self, model: Any) -> int:
+            """Load the best epoch's weights into `model`; return that epoch (1-based)."""
+            model.load_state_dict(self.best)
+            return int(np.argmax(self.by_epoch)) + 1
+
+    return KeepBestEpoch()
+
+
+def cross_encoder_trainer(
+    base: str | Path,
+    train: StsPairs,
+    dev: StsPairs,
+    out_dir: Path,
+    seed: int,
+    cfg: dict,
+    device: str,
+    precision: str = DEFAULT_PRECISION,
 ) -> Any:
+    """The CrossEncoderTrainer of sentence-transformers' STS-B cross-encoder recipe (module
+    docstring), not yet trained: `train` in both orders, BCE on the logit, warm-up, weight
+    decay, and the dev correlation evaluated after every epoch."""
     from sentence_transformers.cross_encoder import (
         CrossEncoder,
         CrossEncoderTrainer,
         CrossEncoderTrainingArguments,
     )
+    from sentence_transformers.cross_encoder.evaluation import CrossEncoderCorrelationEvaluator
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 
-    model = CrossEncoder(base, num_labels=1, max_length=cfg["max_length"], device=device)
-    args = _training_args(CrossEncoderTrainingArguments, out_dir, seed, cfg, device, precision)
-    CrossEncoderTrainer(
-        model=model, args=args, train_dataset=data, loss=BinaryCrossEntropyLoss(model)
-    ).train()
-    return model
+    model = CrossEncoder(str(base), num_labels=1, max_length=cfg["max_length"], device=device)
+    args = _training_args(
+        CrossEncoderTrainingArguments, out_dir, seed, cfg, device, precision,
+        weight_decay=CROSS_ENCODER_WEIGHT_DECAY, eval_strategy="epoch",
+    )  # fmt: skip
+    evaluator = CrossEncoderCorrelationEvaluator(dev.pairs(), dev.score, name="sts_dev")
+    return CrossEncoderTrainer(
+        model=model,
+        args=args,
+        train_dataset=_dataset(both_orders(train)),
+        loss=BinaryCrossEntropyLoss(model),
+        evaluator=evaluator,
+    )
+
+
+def _train_cross_encoder(
+    base: str, train: StsPairs, dev: StsPairs, out_dir: Path, seed: int, cfg: dict,
+    device: str, precision: str,
+) -> tuple[Any, dict]:  # fmt: skip
+    """Train with the recipe and keep the best epoch on dev; return it and its record."""
+    trainer = cross_encoder_trainer(base, train, dev, out_dir, seed, cfg, device, precision)
+    keep = _keep_best_epoch()
+    trainer.add_callback(keep)
+    trainer.train()
+    epoch = keep.restore(trainer.model)
+    return trainer.model, {"best_epoch": epoch, "by_epoch": keep.by_epoch}
 
 
 def _train_bi_encoder(
-    base: str, data: Any, out_dir: Path, seed: int, cfg: dict, device: str, precision: str
-) -> Any:
+    base: str, train: StsPairs, dev: StsPairs, out_dir: Path, seed: int, cfg: dict,
+    device: str, precision: str,
+) -> tuple[Any, dict]:  # fmt: skip
+    """Fine-tune with CosineSimilarityLoss (`epochs` 0: the encoder as it is); the last
+    weights are kept."""
     from sentence_transformers import (
         SentenceTransformerTrainer,
         SentenceTransformerTrainingArguments,
@@ -204,9 +295,9 @@ def _train_bi_encoder(
         cls = SentenceTransformerTrainingArguments
         args = _training_args(cls, out_dir, seed, cfg, device, precision)
         SentenceTransformerTrainer(
-            model=model, args=args, train_dataset=data, loss=CosineSimilarityLoss(model)
+            model=model, args=args, train_dataset=_dataset(train), loss=CosineSimilarityLoss(model)
         ).train()
-    return model
+    return model, {}
 
 
 def train_one(
@@ -220,12 +311,12 @@ def train_one(
     device: str,
     precision: str = DEFAULT_PRECISION,
 ) -> tuple[Any, dict]:
-    """Fine-tune one scorer of `kind` with `seed`; return (model, dev correlations).
+    """Fine-tune one scorer of `kind` with `seed`; return (model, dev correlations; for a
+    cross-encoder also the epoch kept and every epoch's dev Spearman).
 
     `cfg` holds epochs, batch_size, lr and max_length (the train_sts_scorer params);
     `precision` is the top-level param (paracl.core.device).
     """
-    from datasets import Dataset
     from transformers import set_seed
 
     if kind not in KINDS:
@@ -233,12 +324,9 @@ def train_one(
     if kind == "cross_encoder" and cfg["epochs"] <= 0:
         raise ValueError("a cross-encoder needs epochs > 0 (its regression head is random)")
     set_seed(seed)  # the head (cross-encoder) is initialised on load, so seed before it
-    data = Dataset.from_dict(
-        {"sentence1": train.first, "sentence2": train.second, "label": train.score}
-    )
     trainer = _train_bi_encoder if kind == "bi_encoder" else _train_cross_encoder
-    model = trainer(str(base), data, out_dir, seed, cfg, device, precision)
-    return model, correlations(predict(model, dev.pairs()), dev.score)
+    model, record = trainer(str(base), train, dev, out_dir, seed, cfg, device, precision)
+    return model, {**correlations(predict(model, dev.pairs()), dev.score), **record}
 
 
 def save_scorer(model: Any, kind: str, path: str | Path, info: dict) -> None:

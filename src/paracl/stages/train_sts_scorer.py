@@ -2,7 +2,8 @@
 
 `train_sts_scorer.kind` picks a bi-encoder (offline default) or the paper's
 cross-encoder; the kind is saved with the model, so tag and generate_paraphrases load
-either. The model, training and metrics are shared parts (paracl.parts.sts_scorer).
+either. `epochs: null` takes the kind's default, declared once below (EPOCHS). The model,
+training and metrics are shared parts (paracl.parts.sts_scorer).
 """
 
 from __future__ import annotations
@@ -23,12 +24,20 @@ from paracl.parts import sts_scorer
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
+# `epochs: null` per kind: the cross-encoder's is sentence-transformers' STS-B recipe; the
+# bi-encoder's (that recipe also trains 4) is the CPU default measured in
+# docs/stages/roundtrip.md
+EPOCHS = {"bi_encoder": 1, "cross_encoder": 4}
+_EPOCHS_HELP = ", ".join(f"{kind} {n}" for kind, n in EPOCHS.items())
+
 
 class TrainStsScorer(Section):
     kind: Literal["bi_encoder", "cross_encoder"] = param(help="scorer kind; paper: cross_encoder")
     base_model: str
     n_seeds: int = param(min=1, max=100)
-    epochs: float = param(min=0.0, help="0: bi_encoder as it is (zero-shot)")
+    epochs: float | None = param(
+        min=0.0, help=f"null: the kind's ({_EPOCHS_HELP}); 0: bi_encoder as it is (zero-shot)"
+    )
     batch_size: int = param(min=1)
     lr: float = param(min=0.0, max=1.0)
     max_length: int = param(min=8)
@@ -44,11 +53,17 @@ class Params(RunWide):
 log = logging.getLogger("train_sts_scorer")
 
 
+def epochs_of(cfg: dict) -> float:
+    """The section's epochs, or its kind's default (EPOCHS) where it is null."""
+    return EPOCHS[cfg["kind"]] if cfg["epochs"] is None else cfg["epochs"]
+
+
 def train_scorer(cfg: dict, run: RunSettings, data: str, out: str) -> dict:
     """Train the scorer (`cfg`: the train_sts_scorer section) on the `lang` set under
     `data` (STS-B for en, JSTS for ja), save the best seed's to `out` (atomically); return
     the metrics."""
     lang, seed = run.lang, run.seed
+    cfg = {**cfg, "epochs": epochs_of(cfg)}
     if cfg["kind"] == "cross_encoder" and cfg["epochs"] == 0:
         raise ParamsError("'train_sts_scorer.epochs' must be > 0 for kind cross_encoder")
     splits = sts_scorer.read_splits(data, lang)
