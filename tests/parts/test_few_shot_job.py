@@ -24,3 +24,41 @@ def test_a_few_shot_job_samples_its_own_train_size(tiny_bert, tmp_path, monkeypa
     for split in ("dev", "test"):  # the same held-out pairs as the task's own job
         assert few["samples"].get(split) == full["samples"].get(split)
     assert few["title"] == "STS-B (8 train)"
+
+
+def test_a_job_left_out_by_finetune_task_methods_records_not_run(tiny_bert, tmp_path, monkeypatch):
+    """evaluate.finetune_task_methods (paper-en: QQP for EBSIM's rows): another method's
+    job writes "not run" at once, without fine-tuning; a restriction naming a task or a
+    method that is not fine-tuned stops the params with the key."""
+    import json
+    from pathlib import Path
+
+    import pytest
+    from stage_helpers import REPO, run_main
+
+    from paracl import presets
+    from paracl.core.params import ParamsError
+    from paracl.schema import load_params
+    from paracl.stages.evaluate_finetune import finetune_runs
+
+    (tmp_path / "models/encoders").mkdir(parents=True)
+    (tmp_path / "models/encoders/none").symlink_to(tiny_bert)
+    (tmp_path / "metrics/train").mkdir(parents=True)
+    (tmp_path / "metrics/train/none.json").write_text('{"model": {"id": "tiny/bert"}}')
+    params = load_params(REPO / "params.yaml")
+    restricted = {"finetune_tasks": ["stsb", "mrpc"], "finetune_methods": ["none", "ppdb"],
+                  "finetune_task_methods": {"mrpc": ["ppdb"]}}  # fmt: skip
+    params["evaluate"] |= {"raw_dir": str(make_raw(tmp_path / "raw")), **restricted}
+    params["evaluate"]["finetune_runs"] = finetune_runs(params)
+    monkeypatch.chdir(tmp_path)
+    argv = ("none", "mrpc", "models/encoders/none", "metrics/train/none.json", "out.json")
+    run_main("evaluate_finetune", params, *argv)
+    out = json.loads(Path("out.json").read_text())
+    assert out["not_run"] and out["score"] is None and "mrpc for ppdb" in out["skipped"]
+    assert "runs" not in out  # nothing was fine-tuned
+    copy = tmp_path / "params.yaml"
+    copy.write_text((REPO / "params.yaml").read_text())
+    for bad, key in (({"qqp": ["none"]}, "finetune_task_methods.qqp': not a task"),
+                     ({"mrpc": ["ebsim"]}, "'ebsim' is not a fine-tuned method")):  # fmt: skip
+        with pytest.raises(ParamsError, match=key):
+            presets.apply_preset({"evaluate": {**restricted, "finetune_task_methods": bad}}, copy)

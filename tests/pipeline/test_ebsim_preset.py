@@ -71,3 +71,15 @@ def test_the_header_says_purpose_time_and_that_it_is_an_estimate():
     assert "estimated" in time and "not yet measured" in time
     header = (REPO / "presets" / "ebsim-en.yaml").read_text()
     assert "results/ebsim-en/eval/" in header and "stages/summary.py" in header
+
+
+def test_paper_en_gives_ebsim_rows_table_two_and_qqp_is_registered_with_its_checksum(tmp_path):
+    params, stages = _stages(tmp_path, "paper-en")
+    ev = params["evaluate"]
+    assert {"mrpc", "qqp", "stsb"} <= set(ev["finetune_tasks"])
+    rows = ["none", "ebsim", "ebsim_no_aa"]
+    assert ev["finetune_task_methods"] == {"mrpc": rows, "qqp": rows}
+    assert "evaluate_finetune@ebsim_s5-qqp" in stages and "qqp" in params["fetch"]["sources"]
+    sources = (REPO / "src/paracl/stages/fetch/sources/sources.tsv").read_text().splitlines()
+    [qqp] = [line.split("\t") for line in sources if line.startswith("qqp\t")]
+    assert qqp[2].startswith("https://") and re.fullmatch(r"[0-9a-f]{64}", qqp[3])

@@ -175,3 +175,29 @@ def test_report_renders_the_ebsim_part_and_draws_figure_two(summary, tmp_path):
     assert text.startswith("Table 2 (EBSIM's layout)")
     assert "Figure 2 (EBSIM's few-shot curve)" in text and "The papers' claims" not in text
     assert "![ebsim-x-fewshot](img/ebsim-x-fewshot.png)" in text
+
+
+def test_a_task_run_for_some_methods_only_is_a_column_in_no_average():
+    """paper-en: MRPC and QQP for EBSIM's rows only (evaluate.finetune_task_methods); the
+    PPDB row keeps its average over its own tasks, EBSIM's Table 2 has the column."""
+    from paracl.stages.summary import NOT_RUN, finetune_only
+
+    groups = {**GROUPS, "ppdb": ["ppdb_s1", "ppdb_s2", "ppdb_s3"]}
+    data = results(TABLE2_TASKS)
+    for i, run in enumerate(groups["ppdb"]):
+        data[run] = {"stsb": job("stsb", "ppdb", 1000, [70.0 + i]),
+                     "mrpc": {"skipped": NOT_RUN, "score": None, "not_run": True}}  # fmt: skip
+    ev = {"finetune_tasks": ["stsb", "mrpc"], "finetune_runs": [r for g in groups.values() for r in g],
+          "finetune_task_methods": {"mrpc": list(GROUPS)}}  # fmt: skip
+    runs = {r: {"method": m} for m, rs in groups.items() for r in rs}
+    only = finetune_only(ev, runs)
+    assert only["mrpc"] == {r for g in GROUPS.values() for r in g} and "ppdb_s1" in only["stsb"]
+    summary = build_summary(data, ["stsb", "mrpc"], "finetune", groups, apart=("mrpc",))
+    assert [c["task"] for c in summary["columns"]] == ["stsb", "mrpc"]
+    ppdb, ebsim = summary["methods"]["ppdb"], summary["methods"]["ebsim"]
+    assert ppdb["avg"] == pytest.approx(71.0) and ppdb["tasks"]["mrpc"].get("not_run")
+    assert ebsim["avg"] == pytest.approx(66.0)  # STS-B alone: MRPC counts in no average
+    assert ebsim["tasks"]["mrpc"]["score"] == pytest.approx(66.0)
+    assert summary["ebsim_table2"]["tasks"] == ["mrpc", "stsb"]
+    ppdb_line = next(x for x in to_markdown(summary).splitlines() if x.startswith("| ppdb"))
+    assert ppdb_line.rstrip(" |").split("|")[3].strip() == "—"

@@ -64,6 +64,9 @@ class Evaluate(Section):
         help="methods whose runs get finetune_tasks; null = every method"
     )
     finetune_runs: list[str] = param(help="their runs, written by `paracl expand`")
+    finetune_task_methods: dict[str, list[str]] = param(
+        help="tasks of finetune_tasks fine-tuned for these methods only; {} = for every one"
+    )
     raw_dir: str
     seeds: list[int] = param(min=0, help="fine-tuning seeds")
     baseline_seeds: list[int] | None = param(

@@ -473,10 +473,13 @@ def build_summary(
     tasks: list[str],
     avg_over: str = "finetune",
     groups: dict[str, list[str]] | None = None,
+    apart: tuple[str, ...] = (),
 ) -> dict:
     """The summary as JSON-able data: per row (a method over its seeds) per task
-    score/std/official, Avg., and the difference to `none`."""
-    tasks = ordered_tasks(table_tasks(tasks))  # EBSIM's Figure 2 sizes: a table of their own
+    score/std/official, Avg., and the difference to `none`. `apart`: tasks run for some
+    methods only (evaluate.finetune_task_methods), columns in no average."""
+    apart = tuple(t for t in tasks if t in apart)
+    tasks = ordered_tasks(table_tasks([t for t in tasks if t not in apart]))  # Figure 2 apart
     use = [t for t in tasks if avg_over == "all" or measure_of(t) == "finetune"]
     entries = {name: _entry_row(per_task, tasks, use) for name, per_task in results.items()}
     groups = groups or {name: [name] for name in results}
@@ -504,6 +507,7 @@ def build_summary(
         "claims": claims(rows),
         "claim_test": CLAIM_TEST,
     }
+    out["columns"] += apart_columns(rows, results, groups, apart)
     pi = pi_xling_summary(results, groups)
     if pi:  # the cross-lingual PI paper's tables and claims (presets/pi-en-ja.yaml)
         out["pi_xling"] = pi
@@ -1003,6 +1007,26 @@ def _effect_cells(effect: dict | None, fmt: str, seeded: bool) -> list[str]:
     return [diff, p]
 
 
+def apart_columns(rows: dict, results: dict, groups: dict, apart: tuple[str, ...]) -> list[dict]:
+    """The columns of tasks run for some methods only (evaluate.finetune_task_methods;
+    paper-en's QQP for EBSIM's rows): each row's cell added, in no average or measure,
+    which a row without the task would not have (the PPDB rows' Table 3 average stays)."""
+    for row, names in groups.items():
+        present = {n: _entry_row(results[n], list(apart), []) for n in names if n in results}
+        if present and row in rows:
+            rows[row]["tasks"] |= _seed_row(present, list(apart))["tasks"]
+    return [{"task": t, **job_info(t)} for t in ordered_tasks(list(apart))]
+
+
+def finetune_only(ev: dict, runs: dict) -> dict[str, set[str]]:
+    """{task: the runs fine-tuned on it}: evaluate.finetune_runs, less, for a task of
+    evaluate.finetune_task_methods, the runs of the other methods."""
+    restricted = ev["finetune_task_methods"]
+    return {t: {r for r in ev["finetune_runs"]
+                if t not in restricted or runs[r]["method"] in restricted[t]}
+            for t in ev["finetune_tasks"]}  # fmt: skip
+
+
 def main(params: dict) -> None:
     paths = args("eval_dir", "json", "markdown", "scores")
     runs = params["train_contrastive"]["runs"]  # train_contrastive refuses a stale list
@@ -1010,9 +1034,10 @@ def main(params: dict) -> None:
     tasks = ev["tasks"] + ev["finetune_tasks"]
     if not Path(paths.eval_dir).is_dir():  # one missing job is an n/a cell; none is an error
         raise ArtifactError(f"{paths.eval_dir}: not found (did the evaluate stage run?)")
-    only = {t: set(ev["finetune_runs"]) for t in ev["finetune_tasks"]}
+    only = finetune_only(ev, runs)
     results = load_results(Path(paths.eval_dir), list(runs), tasks, only)
-    summary = build_summary(results, tasks, cfg["avg_over"], run_groups(runs))
+    apart = tuple(ev["finetune_task_methods"])  # run for some methods: in no average
+    summary = build_summary(results, tasks, cfg["avg_over"], run_groups(runs), apart)
     write_json(summary, paths.json)
     write_json(scores(summary), paths.scores)
     with atomic_path(paths.markdown) as tmp:

@@ -56,7 +56,32 @@ def finetune_runs(values: dict) -> list[str]:
             f"'evaluate.finetune_methods': {unknown[0]!r} is not a method of "
             f"train_contrastive.methods (known: {', '.join(tc['methods'])})"
         )
+    _check_task_methods(ev, methods)
     return [run for run, r in expand_runs(tc).items() if r["method"] in methods]
+
+
+def _check_task_methods(ev: dict, methods: list[str]) -> None:
+    """evaluate.finetune_task_methods names tasks of finetune_tasks and methods that are
+    fine-tuned (finetune_methods): a restriction never names a job that does not exist."""
+    for task, only in ev["finetune_task_methods"].items():
+        where = f"'evaluate.finetune_task_methods.{task}'"
+        if task not in ev["finetune_tasks"]:
+            known = ", ".join(ev["finetune_tasks"]) or "none"
+            raise ParamsError(f"{where}: not a task of evaluate.finetune_tasks ({known})")
+        unknown = [m for m in only if m not in methods]
+        if unknown:
+            raise ParamsError(
+                f"{where}: {unknown[0]!r} is not a fine-tuned method "
+                f"(evaluate.finetune_methods: {', '.join(methods)})"
+            )
+
+
+def not_run(task: str, only: list[str]) -> dict:
+    """The result of a job that evaluate.finetune_task_methods leaves out: written at once,
+    read by the summary as a cell not run for this method."""
+    why = f"not run for this method (evaluate.finetune_task_methods: {task} for {', '.join(only)})"
+    return {"skipped": why, "not_run": True, "score": None, "score_std": None,
+            "official_split": None}  # fmt: skip
 
 
 def _check_job_kinds(ev: dict) -> None:
@@ -181,5 +206,13 @@ def main(params: dict) -> None:
     check_inputs(
         "evaluate.finetune_tasks", paths.task, paths.encoder, paths.train_metrics, cfg["raw_dir"]
     )
-    result = run_finetune_job(paths.run, paths.task, paths.encoder, cfg, run, paths.train_metrics)
+    method = params["train_contrastive"]["runs"][paths.run]["method"]
+    only = cfg["finetune_task_methods"].get(paths.task)
+    if only is not None and method not in only:  # this task is fine-tuned for other methods
+        skip = not_run(paths.task, only)
+        result = job_result(paths.run, paths.task, paths.encoder, paths.train_metrics, lambda: skip)
+    else:
+        result = run_finetune_job(
+            paths.run, paths.task, paths.encoder, cfg, run, paths.train_metrics
+        )
     write_json(result, paths.out)
