@@ -7,7 +7,7 @@ paracl paraphrase "sentence" --tags "<SIM95><BLEU20>" [--model models/paraphrase
 paracl preset NAME [--dry-run]     # apply presets/NAME.yaml to params.yaml (validated)
 paracl preset --list               # every preset: its purpose and expected time
 paracl expand [--dry-run]          # rewrite train_contrastive.runs (methods x seeds)
-paracl theta-curve                 # θ sweep (dvc exp show) -> metrics/theta_curve.csv/.png
+paracl theta-curve                 # θ, |D| chosen on dev (dvc exp show) -> metrics/theta_*
 paracl learning-curve              # STS avg vs training steps -> metrics/learning_curve.csv/.png
 paracl report [--check]            # README/docs tables and plots from results/*/ (rendered)
 paracl --version                   # the installed package's version
@@ -159,12 +159,20 @@ def cmd_theta_curve(args: argparse.Namespace) -> int:
     from paracl.core.io import read_json
 
     data = [read_json(path) for path in args.input] if args.input else tc.exp_show_json()
-    rows = tc.theta_curve(data, args.out_dir, args.method, args.metric)
+    rows, chosen = tc.theta_curve(data, args.out_dir, args.method, args.metric, args.test_metric)
+
+    def shown(value: float | None, std: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}" + ("" if std is None else f" ± {std:.2f}")
+
     for r in rows:
-        spread = "" if r["std"] is None else f" ± {r['std']:.2f}"
-        print(f"theta={r['theta']:g}  {args.metric}={r['value']:.2f}{spread}  "
-              f"(n={r['n_experiments']})")  # fmt: skip
-    print(f"wrote {args.out_dir}/theta_curve.csv and {args.out_dir}/theta_curve.png")
+        mark = "  <- chosen on dev" if r["chosen"] else ""
+        print(f"theta={r['theta']:g}  |D|={r['size'] or 'all'}  "
+              f"{args.metric}={shown(r['dev'], r['dev_std'])}  "
+              f"{args.test_metric}={shown(r['test'], r['test_std'])}  "
+              f"(n={r['n_experiments']}){mark}")  # fmt: skip
+    for gap in chosen["not_measured"]:
+        print(f"note: theta={gap['theta']:g} |D|={gap['size'] or 'all'} is not measured")
+    print(f"wrote {args.out_dir}/theta_curve.csv, theta_curve.png and {tc.CHOICE}")
     return 0
 
 
@@ -271,9 +279,10 @@ def _add_params(sub: argparse._SubParsersAction) -> None:
 
 def _add_results(sub: argparse._SubParsersAction) -> None:
     """theta-curve, learning-curve, report: tables and plots from measured results."""
-    theta = _command(sub, "theta-curve", "dev average vs theta over DVC experiments",
-                     cmd_theta_curve, "Writes OUT_DIR/theta_curve.csv and .png.",
-                     user_errors=(RuntimeError, ValueError))  # fmt: skip
+    theta = _command(sub, "theta-curve", "choose PPDB's theta and |D| on the dev average",
+                     cmd_theta_curve, "The argmax of the dev metric over the sweep's (theta, "
+                     "|D|), as the PPDB paper's Figure 2; writes OUT_DIR/theta_curve.csv, .png "
+                     "and theta_choice.json.", user_errors=(RuntimeError, ValueError))  # fmt: skip
     theta.add_argument(
         "--input",
         action="append",
@@ -282,9 +291,15 @@ def _add_results(sub: argparse._SubParsersAction) -> None:
     )
     theta.add_argument("--method", default="ppdb", help="the method whose score is drawn")
     theta.add_argument(
-        "--metric", default="dev_avg", help="dev_avg (fine-tuned dev) or avg (effect presets)"
+        "--metric",
+        default="dev_avg",
+        help="the dev score theta and |D| are chosen on (dev_avg: the fine-tuned tasks' dev "
+        "average); a test score is refused",
     )
-    theta.add_argument("--out-dir", default="metrics", help="where the CSV and PNG go")
+    theta.add_argument(
+        "--test-metric", default="avg", help="the test score drawn beside it, never chosen on"
+    )
+    theta.add_argument("--out-dir", default="metrics", help="where the CSV, PNG and JSON go")
     curve = _command(sub, "learning-curve", "STS avg vs training steps (one summary)",
                      cmd_learning_curve, "Writes OUT_DIR/learning_curve.csv and .png.",
                      user_errors=(ValueError,))  # fmt: skip

@@ -235,6 +235,8 @@ def render_theta(results: Path, name: str) -> str:
     from paracl.stages.summary import format_p
 
     data = [read_json(p) for p in _data_files(results / name)]
+    if tc.points(data, "ppdb", "dev_avg"):  # a sweep with the fine-tuned tasks: the choice
+        return render_theta_choice(data)
     rows = tc.curve(tc.points(data, "ppdb", "avg"))
     effects: dict[float, list] = {}
     for rec in tc.sweep_records(data):  # the records theta_curve's points come from
@@ -261,6 +263,27 @@ def render_theta(results: Path, name: str) -> str:
     if pre_fix(results, name):
         text += f"\n\n{PRE_FIX_NOTE} Every row ‡: {MARKS['‡']}."
     return text
+
+
+def render_theta_choice(data: list) -> str:
+    """A (θ, |D|) sweep scored on the fine-tuned tasks: ppdb's dev and test average per
+    point, the point chosen (the argmax of dev, as the PPDB paper's Figure 2) in bold."""
+    from paracl import theta_curve as tc
+
+    def cell(value: float | None, std: float | None) -> str:
+        return "n/a" if value is None else f"{value:.1f}" + ("" if std is None else f" ± {std:.1f}")
+
+    table = []
+    for r in tc.choice_rows(tc.measured(data)):
+        point = [f"{r['theta']:g}", str(r["size"] or "all")]
+        table.append([*(f"**{p}**" if r["chosen"] else p for p in point),
+                      cell(r["dev"], r["dev_std"]), cell(r["test"], r["test_std"]),
+                      r["n_experiments"]])  # fmt: skip
+    header = ["θ", "|D|", "ppdb, dev avg (mean ± sd over seeds)", "ppdb, test Avg.",
+              "experiments"]  # fmt: skip
+    return (markdown_table(header, table) + "\n\nBold: the (θ, |D|) chosen, the argmax of the "
+            "dev fine-tuned average (the PPDB paper's Figure 2); test is reported, never "
+            "chosen on.")  # fmt: skip
 
 
 # -- plots ---------------------------------------------------------------------------------
@@ -390,9 +413,14 @@ def draw_plots(root: Path) -> list[Path]:
             )
         else:
             data = [read_json(p) for p in _data_files(results / name)]
-            rows = tc.curve(tc.points(data, "ppdb", "avg"))
-            base = tc.baseline(data, "avg")  # the title and y axis name the measure, ×100
-            tc.plot(rows, out, "ppdb", "STS avg ×100", tc.planned(data), base)
+            if tc.points(data, "ppdb", "dev_avg"):  # chosen on dev, test beside it
+                bases = (tc.baseline(data, "dev_avg"), tc.baseline(data, "avg"))
+                rows = tc.choice_rows(tc.measured(data))
+                tc.plot_choice(rows, out, "ppdb", "dev_avg", "avg", tc.planned(data), bases)
+            else:  # test scores alone (a sweep before the dev choice): no point chosen
+                rows = tc.curve(tc.points(data, "ppdb", "avg"))
+                base = tc.baseline(data, "avg")  # the title and y axis name the measure, ×100
+                tc.plot(rows, out, "ppdb", "STS avg ×100", tc.planned(data), base)
         written.append(out)
         heat = root / IMG / f"{name}-heatmaps.png"
         if plot_heatmaps(results / name / "heatmaps", heat):

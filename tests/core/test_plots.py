@@ -91,6 +91,27 @@ def test_a_theta_curve_skips_an_unmeasured_theta_and_shows_none(tmp_path):
             if line.get_linestyle() == "--"] == [(43.0, 43.0)]  # fmt: skip
 
 
+def test_the_theta_choice_plot_circles_the_dev_argmax_on_dev_and_test(tmp_path):
+    """Two panels (dev chooses, test is reported), a curve per |D|; the circle sits on the
+    dev argmax in both, never on the test maximum; a test-only curve circles nothing."""
+    pts = [{"name": f"{t}-{d}", "theta": t, "size": d, "dev": dev, "dev_std": 0.4,
+            "test": test, "test_std": None}
+           for t, d, dev, test in [(0.1, 512, 60.0, 55.0), (0.3, 512, 61.0, 50.0),
+                                   (0.1, 1024, 59.0, 51.0), (0.3, 1024, 60.5, 52.0)]]  # fmt: skip
+    rows = tc.choice_rows(pts)
+    fig = tc.plot_choice(rows, tmp_path / "c.png", "ppdb", "dev_avg", "avg", [0.1, 0.3])
+    dev_ax, test_ax = fig.axes
+    circled = [[tuple(c.get_offsets()[0]) for c in ax.collections if isinstance(c, PathCollection)
+                and c.get_sizes()[0] == 120] for ax in (dev_ax, test_ax)]  # fmt: skip
+    assert circled == [[(0.3, 61.0)], [(0.3, 50.0)]]  # (0.3, 512): dev's best, test's worst
+    assert len(_solid_lines(fig)) == 4  # each panel: one line per |D|
+    assert "dev" in dev_ax.get_title() and "never chosen on" in test_ax.get_title()
+    plain = tc.plot(tc.curve([{**p, "value": p["test"]} for p in pts]), tmp_path / "p.png",
+                    "ppdb", "avg", [0.1, 0.3])  # fmt: skip
+    assert not [c for c in plain.axes[0].collections if isinstance(c, PathCollection)
+                and c.get_sizes()[0] == 120]  # fmt: skip
+
+
 def test_heatmaps_keep_their_tags_and_fit_two_to_a_row(tmp_path):
     assert heatmap.tags_of("SIM95_BLEU0_5") == "<SIM95><BLEU0_5>"
     assert heatmap.tags_of("untagged") == "untagged"

@@ -30,7 +30,7 @@ def test_the_default_column_is_params_yamls_value(tmp_path):
     inputs = values["prepare_corpus"]["input"]
     formats = ", ".join(f"{k}: {v['format']}" for k, v in inputs.items())
     assert formats.startswith("en: text, ja: jaquad")
-    sections = f"one of `text`, `wiki40b`, `jaquad` |  | `{{{formats}}}` |"  # each entry's
+    sections = f"one of `text`, `wiki40b`, `jaquad`, `wiki_lines` |  | `{{{formats}}}` |"
     assert f"| `prepare_corpus.input.{{{','.join(codes())}}}.format` | {sections}" in page
     # an entry's key: required, or the value an entry that leaves it out gets
     assert "| `train_contrastive.methods.<name>.loss` | str |  | required |" in page

@@ -369,6 +369,10 @@ def test_the_base_is_fine_tuned_with_the_baseline_seeds(tiny_bert, raw, tmp_path
     cfg = {**CFG, "raw_dir": raw, "seeds": [1], "baseline_seeds": [1, 2], "epochs": 1}
     res = run_finetune_job("none", "stsb", tiny_bert, cfg, RUN, train_metrics=base)
     assert [r["seed"] for r in res["runs"]] == [1, 2] and res["test"]["n"] == 2
+    # each seed's dev score (the early-stopping epoch's, on the dev split) and their mean:
+    # what the summary's dev average, and so PPDB's θ choice, is made of
+    devs = [r["dev"] for r in res["runs"]]
+    assert res["dev"]["n"] == 2 and res["dev_score"] == pytest.approx(sum(devs) / 2)
     assert finetune_seeds(cfg, trained) == [1]
     assert finetune_seeds({**cfg, "baseline_seeds": None}, base) == [1]
     assert finetune_seeds(cfg, None) == [1]  # no training metrics: nothing says it is the base

@@ -97,6 +97,12 @@ def _record(rev, name, theta, dev_avg, experiments=None):
     return {"rev": rev, "name": name, "data": data, "error": None, "experiments": experiments}
 
 
+def _queued(rec):
+    """The record of an experiment not yet measured (queued or failed): no metrics."""
+    rec["data"]["metrics"] = {}
+    return rec
+
+
 EXP_SHOW = [
     _record("workspace", None, 0.5, 70.0),  # a copy of the last experiment: not counted
     _record(
@@ -108,10 +114,11 @@ EXP_SHOW = [
             {"revs": [_record("91ac", "exp-a", 0.5, 70.0)], "executor": None, "name": "exp-a"},
             {"revs": [_record("04fa", "exp-b", 0.1, 70.8)], "executor": None, "name": "exp-b"},
             {"revs": [_record("77aa", "exp-c", 0.1, 71.6)], "executor": None, "name": "exp-c"},
-            {"revs": [_record("88bb", "exp-d", 0.2, None)], "executor": None, "name": "exp-d"},
+            {"revs": [_queued(_record("88bb", "exp-d", 0.2, None))], "executor": None,
+             "name": "exp-d"},
         ],
     ),
-]
+]  # fmt: skip
 
 
 def test_theta_curve_from_exp_show_json(capsys, tmp_path):
@@ -126,7 +133,7 @@ def test_theta_curve_from_exp_show_json(capsys, tmp_path):
     out = tmp_path / "metrics"
     assert main(["theta-curve", "--input", str(exp), "--out-dir", str(out)]) == 0
     rows = list(csv.DictReader((out / "theta_curve.csv").open()))
-    assert [r["theta"] for r in rows] == ["0.1", "0.3", "0.5"]  # exp-d has no dev_avg
+    assert [r["theta"] for r in rows] == ["0.1", "0.3", "0.5"]  # exp-d is not measured yet
     assert float(rows[0]["dev_avg"]) == 71.2 and rows[0]["n_experiments"] == "2"
     assert rows[0]["experiments"] == "exp-b exp-c"
     assert [float(r["dev_avg"]) for r in rows[1:]] == [71.2, 70.0]
@@ -151,31 +158,85 @@ def test_theta_curve_leaves_out_a_baseline_measured_under_other_params(tmp_path)
     assert sorted(p["name"] for p in points(sweep("SmolLM2"))) == ["exp-a", "main"]
 
 
-def test_theta_curve_of_an_effect_preset_uses_avg_with_the_seed_spread(capsys, tmp_path):
-    """The effect presets run no fine-tuned task (dev_avg null) and 3 seeds per method."""
-    import csv
+def test_theta_curve_without_the_dev_metric_names_the_experiment(capsys, tmp_path):
+    """A sweep measured without fine-tuned tasks (the effect presets before the dev choice:
+    test `avg` only) chooses nothing: a one-line error naming the experiment and the
+    metric; a test score is refused as the metric to choose on."""
     import json
 
     def effect(rev, name, theta, avg, std):
         rec = _record(rev, name, theta, None)
         ppdb = rec["data"]["metrics"]["metrics/summary.json"]["data"]["methods"]["ppdb"]
         ppdb.update({"avg": avg, "avg_std": std})
+        del ppdb["dev_avg"]  # scores.json leaves out what the run has not got
         return rec
 
     exp = tmp_path / "exp.json"
-    exp.write_text(
-        json.dumps([effect("a1", "main", 0.3, 38.3, 1.4), effect("b2", "x", 0.5, 37.0, 0.6)])
-    )
+    exp.write_text(json.dumps([effect("a1", "main", 0.3, 38.3, 1.4)]))
     out = tmp_path / "metrics"
     assert main(["theta-curve", "--input", str(exp), "--out-dir", str(out)]) == 1
-    assert "--metric avg" in capsys.readouterr().err  # dev_avg is null: says what to use
-    assert main(["theta-curve", "--input", str(exp), "--out-dir", str(out), "--metric", "avg"]) == 0
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "experiment main (θ 0.3, |D| all) has no ppdb.dev_avg" in err
+    assert main(["theta-curve", "--input", str(exp), "--out-dir", str(out), "--metric", "avg"]) == 1
+    err = capsys.readouterr().err
+    assert "--metric avg" in err and "never on test" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def _sized(rec, size):
+    """The record with ppdb's |D| set as the sweep sets it (its max_examples)."""
+    params = rec["data"]["params"]["params.yaml"]["data"]
+    params |= {"train_contrastive": {"max_examples": 1024, "methods": {"ppdb": {
+        "loss": "infonce", **({} if size is None else {"max_examples": size})}}},
+        "rank_fluency": {"max_sentences": 1024}}  # fmt: skip
+    return rec
+
+
+def test_theta_curve_chooses_theta_and_size_on_dev_never_on_test(capsys, tmp_path):
+    """PPDB §4.2 / Figure 2: θ and |D| maximise the dev average. Here test peaks at
+    (0.3, 1024) and dev at (0.5, 512): the choice is (0.5, 512), in the CSV and the JSON,
+    with test written beside it. |D| is ppdb's max_examples (the committed baseline at
+    the preset's 1,024 is a point too: only θ and |D| differ from its experiments)."""
+    import csv
+    import json
+
+    # (theta, |D|) -> (dev, test): the test argmax is not the dev argmax
+    table = {
+        (0.1, 512): (60.0, 50.0),
+        (0.1, 1024): (61.0, 51.0),
+        (0.3, 512): (61.5, 52.0),
+        (0.3, 1024): (62.0, 55.0),
+        (0.5, 512): (63.0, 49.0),
+        (0.5, 1024): (62.5, 50.5),
+    }
+    exps = []
+    for i, ((theta, size), (dev, test)) in enumerate(sorted(table.items())):
+        if (theta, size) == (0.3, 1024):
+            continue  # the baseline commit's point
+        rec = _sized(_record(f"e{i}", f"exp-{i}", theta, dev), size)
+        ppdb = rec["data"]["metrics"]["metrics/summary.json"]["data"]["methods"]["ppdb"]
+        ppdb |= {"dev_avg_std": 0.5, "avg": test, "avg_std": 0.7}
+        exps.append({"revs": [rec], "executor": None, "name": f"exp-{i}"})
+    base = _sized(_record("c0", "main", 0.3, 62.0, experiments=exps), None)  # 1,024: the cap
+    base["data"]["metrics"]["metrics/summary.json"]["data"]["methods"]["ppdb"]["avg"] = 55.0
+    exp, out = tmp_path / "exp.json", tmp_path / "metrics"
+    exp.write_text(json.dumps([base]))
+    assert main(["theta-curve", "--input", str(exp), "--out-dir", str(out)]) == 0
     rows = list(csv.DictReader((out / "theta_curve.csv").open()))
-    assert [(r["theta"], r["avg"], r["avg_std"]) for r in rows] == [
-        ("0.3", "38.3", "1.4"),
-        ("0.5", "37.0", "0.6"),
-    ]
-    assert "avg=38.30 ± 1.40" in capsys.readouterr().out
+    assert [(float(r["theta"]), int(r["size"])) for r in rows] == sorted(table)  # |D| swept
+    assert [(r["theta"], r["size"]) for r in rows if r["chosen"] == "1"] == [("0.5", "512")]
+    assert {(r["theta"], r["size"], r["avg"]) for r in rows} >= {("0.3", "1024", "55.0")}
+    chosen = json.loads((out / "theta_choice.json").read_text())
+    assert (chosen["theta"], chosen["size"], chosen["chosen_on"]) == (0.5, 512, "dev_avg")
+    assert (chosen["dev_avg"], chosen["avg"]) == (63.0, 49.0)  # test: reported beside it
+    assert chosen["size_param"] == "train_contrastive.methods.ppdb.max_examples"
+    assert chosen["grid"] == {"theta": [0.1, 0.3, 0.5], "size": [512, 1024]}
+    assert chosen["not_measured"] == []
+    assert (
+        "theta=0.5  |D|=512  dev_avg=63.00 ± 0.50  avg=49.00 ± 0.70  (n=1)  <- chosen on dev"
+        in (capsys.readouterr().out)
+    )
 
 
 def test_theta_curve_joins_sweeps_saved_in_different_sessions(capsys, tmp_path):
@@ -186,9 +247,9 @@ def test_theta_curve_joins_sweeps_saved_in_different_sessions(capsys, tmp_path):
 
     first, second = tmp_path / "first.json", tmp_path / "second.json"
     first.write_text(json.dumps([_record("a1", "main", 0.3, 71.0)]))
-    second.write_text(json.dumps([_record("c3", "main", 0.5, None, experiments=[
+    second.write_text(json.dumps([_queued(_record("c3", "main", 0.5, None, experiments=[
         {"revs": [_record("d4", "exp-e", 0.5, 69.0)], "executor": None, "name": "exp-e"},
-    ])]))  # fmt: skip
+    ]))]))  # fmt: skip
     out = tmp_path / "metrics"
     args = ["theta-curve", "--input", str(first), "--input", str(second), "--out-dir", str(out)]
     assert main(args) == 0

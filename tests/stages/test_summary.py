@@ -162,6 +162,24 @@ def _finetuned(score: float) -> dict:
             "test": {"n": 1}, "encoder": {"base_model": {"id": "tiny/base"}}}  # fmt: skip
 
 
+def test_the_dev_average_is_each_seeds_mean_over_its_fine_tuned_dev_scores():
+    """PPDB's θ and |D| are chosen on it (paracl theta-curve): per seed the mean over the
+    fine-tuned tasks of each task's dev score (the paper's Avg., on dev; a cosine column
+    stays out), then the mean and sd over seeds, both in scores.json."""
+    from paracl.stages.summary import scores
+
+    devs = {"ppdb_s1": (60.0, 70.0), "ppdb_s2": (62.0, 72.0), "ppdb_s3": (64.0, 74.0)}
+    results = {run: {"stsb": {**_finetuned(50.0), "dev_score": stsb},
+                     "sicke": {**_finetuned(70.0), "dev_score": sicke},
+                     "unsup_sts_en": _result(99.0)}
+               for run, (stsb, sicke) in devs.items()}  # fmt: skip
+    summary = build_summary(results, ["stsb", "sicke", "unsup_sts_en"], "finetune", GROUPS)
+    ppdb = summary["methods"]["ppdb"]
+    assert ppdb["dev_avg"] == pytest.approx(67.0) and ppdb["dev_avg_std"] == pytest.approx(2.0)
+    assert ppdb["avg"] == pytest.approx(60.0)  # the test average: no cosine column either
+    assert scores(summary)["ppdb"]["dev_avg_std"] == pytest.approx(2.0)
+
+
 def test_the_papers_claims_are_welch_tests_between_their_two_methods():
     from scipy import stats
 

@@ -319,12 +319,13 @@ def _seed_row(entries: dict[str, dict], tasks: list[str]) -> dict:
             cells[t]["sets"] = {n: _mean(v) for n, v in by_set.items()}
             cells[t]["sets_std"] = {n: statistics.stdev(v) for n, v in by_set.items()
                                     if _mean(v) is not None}  # fmt: skip
-    avgs = [e["avg"] for e in entries.values()]
+    avgs, devs = [e["avg"] for e in entries.values()], [e["dev_avg"] for e in entries.values()]
     return {
         "tasks": cells,
         "avg": _mean(avgs),
         "avg_std": statistics.stdev(avgs) if _mean(avgs) is not None else None,
-        "dev_avg": _mean([e["dev_avg"] for e in entries.values()]),
+        "dev_avg": _mean(devs),
+        "dev_avg_std": statistics.stdev(devs) if _mean(devs) is not None else None,  # θ's choice
         "base_models": sorted({m for e in entries.values() for m in e["base_models"]}),
         "runs": {name: e["avg"] for name, e in entries.items()},
     }
@@ -689,12 +690,12 @@ def pi_claims(pi: dict) -> list[dict]:
 def scores(summary: dict) -> dict:
     """Each method's row of the table as the few numbers dvc.yaml declares as the summary's
     metrics (metrics/scores.json; summary.json, with every set, seed and note, is a plain
-    output): Avg. (± sd over seeds), the dev average, each column's score and the
+    output): Avg. and the dev average (± sd over seeds), each column's score and the
     difference to none, with its p and whether it holds where seeds test it. A value the
     run has not got is left out, not written as null: `dvc exp show` gets no empty column."""
     out = {}
     for name, row in summary["methods"].items():
-        values = {key: row.get(key) for key in ("avg", "avg_std", "dev_avg")}
+        values = {key: row.get(key) for key in ("avg", "avg_std", "dev_avg", "dev_avg_std")}
         values |= {task: cell.get("score") for task, cell in row["tasks"].items()}
         effect = row.get("vs_none") or {}
         tested = ("diff", "p", "holds") if effect.get("p") is not None else ("diff",)

@@ -10,6 +10,8 @@
   checked when params load;
 - `sample`: the one seeded, stratified evaluation sample (never the first N rows);
 - `pi_classes`: the cross-lingual PI paper's classes of pairs and Table I's mean over them;
+- `ebsim_tables`: EBSIM's Table 2 and Figure 2 (few-shot sizes: tasks.FEW_SHOT) from the
+  fine-tuning jobs, for the summary and the report's plot;
 - `unsup_sts`, `paraphrase_id`, `retrieval` (QAbot question retrieval): one evaluator per
   file (fine-tuning: paracl.stages.evaluate_finetune.finetune);
 - `job_result`: the result frame both evaluate stages write (their work:
