@@ -30,7 +30,14 @@ ANCHORS = pd.DataFrame(
 
 def _cfg(**kw) -> CorruptConfig:
     return part_config(
-        CorruptConfig, **{"num_return_sequences": 2, "num_samples": 4, "batch_size": 10, **kw}
+        CorruptConfig,
+        **{
+            "mask_mode": "all_at_once",
+            "num_return_sequences": 2,
+            "num_samples": 4,
+            "batch_size": 10,
+            **kw,
+        },  # fmt: skip
     )
 
 
@@ -156,7 +163,7 @@ def test_packaged_lm_writes_real_negatives(lang, model_id, texts, one_thread):
     from paracl.core.models import resolve_model
 
     anchors = pd.DataFrame({"id": [f"s{i}" for i in range(len(texts))], "text": texts})
-    cfg = part_config(CorruptConfig, num_return_sequences=2, num_samples=8)
+    cfg = part_config(CorruptConfig, mask_mode="all_at_once", num_return_sequences=2, num_samples=8)
     filler = CausalFiller(resolve_model(model_id).path, CPU, cfg.sampling(), seed=1)
     rows, _ = corrupt(anchors, load_pipeline(lang), filler, cfg)
     assert len(rows) >= 1

@@ -46,8 +46,9 @@ def test_fill_returns_n_candidates_best_first(tiny_t5):
 def test_corrupt_rows_and_counts_are_consistent(tiny_t5, nlp_en, tmp_path):
     filler = T5Filler(tiny_t5, CPU)
     cfg = part_config(
-        CorruptConfig, num_beams=4, num_return_sequences=4, batch_size=2, max_fill_tokens=3
-    )
+        CorruptConfig, mask_mode="all_at_once", num_beams=4, num_return_sequences=4,
+        batch_size=2, max_fill_tokens=3,
+    )  # fmt: skip
     rows, stats = corrupt(ANCHORS, nlp_en, filler, cfg)
     assert stats["sentences_in"] == 4 and stats["skipped_no_chunk"] == 1
     assert stats["candidates"] == 3 * 4
@@ -64,8 +65,9 @@ def test_corrupt_rows_and_counts_are_consistent(tiny_t5, nlp_en, tmp_path):
 
 def test_same_seed_same_negatives_and_batching_does_not_drop_rows(tiny_t5, nlp_en):
     cfg = part_config(
-        CorruptConfig, num_beams=3, num_return_sequences=2, batch_size=3, max_fill_tokens=3
-    )
+        CorruptConfig, mask_mode="all_at_once", num_beams=3, num_return_sequences=2,
+        batch_size=3, max_fill_tokens=3,
+    )  # fmt: skip
     torch.manual_seed(0)
     a, sa = corrupt(ANCHORS, nlp_en, T5Filler(tiny_t5, CPU), cfg)
     torch.manual_seed(0)

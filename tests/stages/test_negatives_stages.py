@@ -46,8 +46,9 @@ def _params() -> dict:
     )
     params["adapt_filler"]["t5"].update(max_steps=4, batch_size=4, eval_every=2)
     params["corrupt"].update(
-        max_sentences=10, num_beams=2, num_return_sequences=2, max_fill_tokens=2, batch_size=4
-    )
+        max_sentences=10, num_beams=2, num_return_sequences=2, max_fill_tokens=2, batch_size=4,
+        mask_mode="all_at_once",
+    )  # fmt: skip
     return params
 
 

@@ -111,9 +111,9 @@ def test_corrupt_resumes_and_ray_writes_the_local_bytes(tmp_path, monkeypatch, e
         corrupt={
             "max_sentences": None,
             "shard_size": 2,
-            "num_beams": 2,
+            "num_beams": 3,  # one chunk at a time (the default), ranks 2 and 3 kept
             "num_return_sequences": 2,
-            "max_fill_tokens": 2,
+            "fill_max_length": 4,
             "batch_size": 2,
         }
     )

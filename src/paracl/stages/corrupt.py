@@ -54,13 +54,23 @@ from paracl.stages import adapt_filler
 class Corrupt(Section):
     max_sentences: int | None = param(min=1, help="anchors sampled; null = all")
     num_beams: int = param(min=1, max=512, help="T5 beams (the authors' code: 200)")
-    num_return_sequences: int = param(min=1, max=64, help="negatives per anchor (<= beams)")
+    num_return_sequences: int = param(
+        min=1, max=64, help="negatives per anchor, K (<= beams; the authors' scripts: 1)"
+    )
     mask_mode: Literal["sequential", "all_at_once"] = param(
         help="sequential: one chunk at a time (JCSE's code); all_at_once: its text"
     )
-    keep_rank: int = param(min=1, max=64, help="sequential: candidate kept per chunk (1 = best)")
+    variant: Literal["main", "qabot"] = param(
+        help="sequential: gen_forsup_contra.py (main) or its QAbot twin (merged chunks)"
+    )
+    keep_rank: int | None = param(
+        min=1, max=64, help="sequential: candidate kept per chunk (1 = best); null: the script's"
+    )
     fill_max_length: int = param(
-        min=2, max=128, help="sequential T5: decoder tokens per chunk, start token included"
+        min=2, max=128, help="sequential: decoder tokens per chunk, start token included"
+    )
+    short_of_rank: Literal["lowest", "keep"] = param(
+        help="sequential: fewer usable candidates than the rank: the lowest-ranked or the chunk"
     )
     batch_size: int = param(min=1)
     max_fill_tokens: int = param(min=1, max=128, help="T5: generation budget per blank")
@@ -231,7 +241,6 @@ def _metrics(
 ) -> dict:  # fmt: skip
     """The stage's metrics: the counts, what the filler is, how it generated (mode, beams,
     kept ranks, departures from JCSE's authors' code) and the first few negatives."""
-    first = next(iter_batches(out, batch_size=5, schema=schemas.NEGATIVES), pd.DataFrame())
     return {
         **stats,
         "model": info.get("model"),
@@ -243,10 +252,22 @@ def _metrics(
         "chunker": PIPELINES[lang],
         "lang": lang,
         "n_shards": n_shards,
-        "examples": first.head(5)[["text", "masked", "negative"]].to_dict("records")
-        if len(first)
-        else [],
+        "examples": _first_rows(out, 5),
     }
+
+
+def _first_rows(out: str, n: int) -> list[dict]:
+    """The first n negatives (anchor, masked, negative), read across shard files, so that
+    the metrics do not depend on where the shards end."""
+    found: list[pd.DataFrame] = []
+    for batch in iter_batches(out, batch_size=n, schema=schemas.NEGATIVES):
+        found.append(batch)
+        if sum(map(len, found)) >= n:
+            break
+    if not found:
+        return []
+    first = pd.concat(found, ignore_index=True).head(n)
+    return first[["text", "masked", "negative"]].to_dict("records")
 
 
 # dvc.yaml's metrics (paracl.core.key_figures): hard negatives made

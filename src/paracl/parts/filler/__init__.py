@@ -10,7 +10,8 @@ Modules: `adapt` (T5's
 span-corruption denoising trainer), `adapt_loop` (the step loop both share), `adapt_causal` (a causal LM's continued next-token
 training), `noise` (T5's random span mask), `chunks` (noun chunks), `masking` (sentinels
 in, fills out), `generate` (T5's batched beam search), `sequential` (one chunk at a
-time, as JCSE's authors' code), `causal` (the causal-LM filler),
+time, as JCSE's authors' code), `script_chunks` (which blanks and span budget each of
+their two scripts uses), `causal` (the causal-LM filler),
 `fills` (what counts as a usable fill, and the quality measures), `domain_vocab` (how much
 of the new text is the target domain's vocabulary), `pipeline` (anchors → rows).
 The stages' work: paracl.stages.adapt_filler and paracl.stages.corrupt.

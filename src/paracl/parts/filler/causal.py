@@ -120,6 +120,7 @@ class _Plan:
     words: list[bool]  # length in words (space-delimited text) or else in characters
     length: list[int]  # the chunk's length in those units
     prompt: list[int]  # the masked sentence shown first (not scored)
+    capped: list[bool]  # the budget is a caller's cap (a fill reaching it is kept, not truncated)
 
 
 class CausalFiller:
@@ -175,11 +176,13 @@ class CausalFiller:
     def _ids(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
 
-    def plan(self, m: Masked) -> _Plan:
+    def plan(self, m: Masked, cap: int | None = None) -> _Plan:
         """Tokenize the text between blanks once: trailing whitespace before a blank goes
-        to the fill (its first token then starts with a space, as the LM writes words)."""
+        to the fill (its first token then starts with a space, as the LM writes words).
+        cap: at most this many tokens a fill (a span budget; reaching it ends the fill)."""
         parts = SENTINEL_RE.split(m.masked)[::2]
         forced, space, budget, originals, words, length = [], [], [], [], [], []
+        capped = []
         for i, chunk in enumerate(m.chunks):
             before = parts[i]
             space.append(before[-1:].isspace())
@@ -187,9 +190,12 @@ class CausalFiller:
             length.append(len(chunk.split()) if words[-1] else len("".join(chunk.split())))
             forced.append(self._ids(before.rstrip() if space[-1] else before))
             originals.append(self._ids((" " if space[-1] else "") + chunk))
-            budget.append(len(originals[-1]) + self.sampling.fill_slack_tokens)
+            own = len(originals[-1]) + self.sampling.fill_slack_tokens
+            capped.append(cap is not None and cap < own)
+            budget.append(cap if capped[-1] else own)
         forced.append(self._ids(parts[-1]))
-        return _Plan(forced, space, budget, originals, words, length, self.prompt_ids(m))
+        prompt = self.prompt_ids(m)
+        return _Plan(forced, space, budget, originals, words, length, prompt, capped)
 
     def prompt_ids(self, m: Masked) -> list[int]:
         """The masked sentence with its blanks shown as ___, before the sentence is
@@ -201,10 +207,14 @@ class CausalFiller:
         return len(plan.prompt) + sum(map(len, plan.forced)) + sum(plan.budget)
 
     @torch.inference_mode()
-    def fill(self, masked: Sequence[Masked]) -> list[Filled | None]:
-        """num_samples hypotheses and the anchor's score per input (None: too long)."""
+    def fill(
+        self, masked: Sequence[Masked], caps: Sequence[int | None] | None = None
+    ) -> list[Filled | None]:
+        """num_samples hypotheses and the anchor's score per input (None: too long);
+        caps: per input, at most that many tokens a fill (None: the chunk's + slack)."""
         s = self.sampling
-        plans = [self.plan(m) for m in masked]
+        caps = caps if caps is not None else [None] * len(masked)
+        plans = [self.plan(m, cap) for m, cap in zip(masked, caps, strict=True)]
         fits = [i for i, plan in enumerate(plans) if self.row_tokens(plan) <= MAX_ROW_TOKENS]
         fits.sort(key=lambda i: (self.row_tokens(plans[i]), i))  # length buckets
         per = s.num_samples + 1  # rows per anchor; the last one is the anchor itself
@@ -390,7 +400,7 @@ class _Row:
         fill.append(token)
         self._score(logprobs, token)
         if len(fill) >= plan.budget[arg]:
-            self.truncated += 1
+            self.truncated += not plan.capped[arg]  # a caller's cap ends the fill, kept
             self._next_piece(0)
         return token
 

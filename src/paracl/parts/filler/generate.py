@@ -21,6 +21,15 @@ from paracl.core.device import DEFAULT_PRECISION, autocast
 from paracl.core.models import check_model_dir
 from paracl.parts.filler.masking import sentinel
 
+END_TOKEN = sentinel(1)  # where the authors' `_filter` would cut a fill
+
+
+def script_cut(decoded: str) -> str:
+    """The authors' `_filter` on decoded text: everything before `<extra_id_1>` if it is
+    there, else all of it, unstripped."""
+    return decoded[: decoded.index(END_TOKEN)] if END_TOKEN in decoded else decoded
+
+
 log = logging.getLogger(__name__)
 
 
@@ -42,6 +51,7 @@ class Candidate:
     target: str  # decoded target, special tokens kept except pad/eos
     score: float  # beam score: length-normalised log-probability
     n_tokens: int = 0  # decoder tokens of the sequence, the start token included, pad not
+    span: str | None = None  # fill_one: the fill as JCSE's authors' scripts keep it (script_span)
 
 
 def _group(order: Sequence[int], batch_size: int, key=lambda i: 0) -> list[list[int]]:
@@ -73,6 +83,18 @@ class T5Filler:
         kept = [i for i in ids if i not in self._drop]
         return self.tokenizer.decode(kept, skip_special_tokens=False)
 
+    def script_span(self, ids: Sequence[int]) -> str:
+        """A generated sequence's fill as JCSE's authors' `_filter` keeps it: the tokens
+        after the first two (the decoder start and, by assumption, `<extra_id_0>`) decoded
+        with every special token skipped, `<extra_id_1>` and later sentinels included, so
+        the text T5 writes after `<extra_id_1>` stays in the fill; no space clean-up, no
+        strip; then cut at a literal `<extra_id_1>` (only a tokenizer that does not count
+        sentinels as special leaves one)."""
+        text = self.tokenizer.decode(
+            list(ids[2:]), skip_special_tokens=True, clean_up_tokenization_spaces=False
+        )
+        return script_cut(text)
+
     def _encode(self, texts: Sequence[str], max_input_tokens: int) -> list[list[int]]:
         if not texts:
             return []
@@ -81,10 +103,12 @@ class T5Filler:
         ]
 
     def _beam_search(
-        self, rows: list[list[int]], num_beams: int, num_return_sequences: int, **limits
-    ) -> list[list[Candidate]]:
+        self, rows: list[list[int]], num_beams: int, num_return_sequences: int, spans: bool = False,
+        **limits,
+    ) -> list[list[Candidate]]:  # fmt: skip
         """One generate() call on right-padded `rows`; num_return_sequences per row,
-        best first. `limits`: the stop tokens and length budget."""
+        best first. `limits`: the stop tokens and length budget. spans: each candidate
+        also carries its script_span."""
         pad = self.tokenizer.pad_token_id
         input_ids = torch.full((len(rows), max(map(len, rows))), pad, dtype=torch.long)
         for r, ids in enumerate(rows):
@@ -105,7 +129,12 @@ class T5Filler:
         n = num_return_sequences
         return [
             [
-                Candidate(self._decode(s), round(sc, 6), sum(t != pad for t in s[1:]) + 1)
+                Candidate(
+                    self._decode(s),
+                    round(sc, 6),
+                    sum(t != pad for t in s[1:]) + 1,
+                    self.script_span(s) if spans else None,
+                )
                 for s, sc in zip(seqs[r * n : r * n + n], scores[r * n : r * n + n], strict=True)
             ]
             for r in range(len(rows))
@@ -158,24 +187,28 @@ class T5Filler:
         num_beams: int,
         num_return_sequences: int,
         batch_size: int = 16,
-        max_length: int = 15,
+        max_length: int | Sequence[int] = 15,
         max_input_tokens: int = 64,
     ) -> list[list[Candidate]]:
         """Beam search on inputs with the single blank `<extra_id_0>`, as JCSE's authors'
-        generator calls it (paracl.parts.filler.sequential): stop at eos only, at most
-        `max_length` decoder tokens with the start token (their max_length=15), inputs
-        cut at 64 tokens as theirs. Batched by token length; results in input order."""
+        generators call it (paracl.parts.filler.sequential): stop at eos only, at most
+        `max_length` decoder tokens with the start token (their 15; one per input where
+        the QA script's shorter budget applies), inputs cut at 64 tokens as theirs. Each
+        candidate carries the fill as the scripts keep it (`span`). Batched by budget and
+        token length; results in input order."""
         _check_beams(num_beams, num_return_sequences)
         enc = self._encode(masked, max_input_tokens)
-        order = sorted(range(len(masked)), key=lambda i: (len(enc[i]), i))
+        budget = [max_length] * len(masked) if isinstance(max_length, int) else list(max_length)
+        order = sorted(range(len(masked)), key=lambda i: (budget[i], len(enc[i]), i))
         results: list[list[Candidate]] = [[] for _ in masked]
-        batches = _group(order, batch_size)
+        batches = _group(order, batch_size, key=lambda i: budget[i])
         for idx in tqdm(batches, desc="T5 fill", mininterval=10, disable=len(batches) < 5):
             found = self._beam_search(
                 [enc[i] for i in idx],
                 num_beams,
                 num_return_sequences,
-                max_length=max_length,
+                spans=True,
+                max_length=budget[idx[0]],
                 eos_token_id=self.tokenizer.eos_token_id,
             )
             for i, cands in zip(idx, found, strict=True):

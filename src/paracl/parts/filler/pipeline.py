@@ -33,6 +33,14 @@ from paracl.parts.filler.masking import (
     parse_fills,
     reassemble,
 )
+from paracl.parts.filler.script_chunks import (
+    SCRIPT,
+    SCRIPT_MAX_LENGTH,
+    SCRIPT_NUM_BEAMS,
+    SCRIPT_RANK,
+    VARIANTS,
+    script_targets,
+)
 from paracl.parts.filler.sequential import Chain, causal_step, run_chains, t5_step
 
 COUNT_NAMES = (
@@ -65,7 +73,8 @@ COLUMNS += ["n_missing", "n_extra"]
 
 
 MASK_MODES = ("sequential", "all_at_once")
-AUTHORS = {"num_beams": 200, "keep_rank": 2, "fill_max_length": 15}  # gen_forsup_contra.py
+SHORT_OF_RANK = ("lowest", "keep")
+AUTHORS = {"num_beams": SCRIPT_NUM_BEAMS, "fill_max_length": SCRIPT_MAX_LENGTH}  # both scripts
 
 
 @dataclass(frozen=True)
@@ -85,8 +94,10 @@ class CorruptConfig:
     max_blanks: int
     quantize: bool
     mask_mode: str  # sequential (JCSE's code) | all_at_once (its text)
-    keep_rank: int  # sequential: the candidate kept per chunk (1 = best)
-    fill_max_length: int  # sequential T5: decoder tokens per chunk, start token included
+    variant: str  # sequential: which of the authors' scripts (script_chunks.VARIANTS)
+    keep_rank: int | None  # sequential: the candidate kept per chunk (1 = best); None: the script's
+    fill_max_length: int  # sequential: decoder tokens per chunk, start token included
+    short_of_rank: str  # sequential: fewer candidates than the rank: lowest | keep (the chunk)
 
     @classmethod
     def from_params(cls, cfg: dict, seq2seq: bool = True) -> CorruptConfig:
@@ -101,12 +112,22 @@ class CorruptConfig:
         more than it drew; sequential mode needs ranks keep_rank .. keep_rank+K-1."""
 
         def fail(name: str, why: str) -> None:
-            raise ParamsError(f"params.yaml: 'corrupt.{name}' ({getattr(self, name)!r}) {why}")
+            value = getattr(self, name)
+            null_rank = name == "keep_rank" and value is None
+            shown = f"null: the script's {self.rank}" if null_rank else repr(value)
+            raise ParamsError(f"params.yaml: 'corrupt.{name}' ({shown}) {why}")
 
         if self.mask_mode not in MASK_MODES:
             fail("mask_mode", f"must be one of {', '.join(MASK_MODES)}")
-        if not isinstance(self.keep_rank, int) or self.keep_rank < 1:
-            fail("keep_rank", "must be an integer >= 1 (1 = the best candidate)")
+        if self.short_of_rank not in SHORT_OF_RANK:
+            fail("short_of_rank", f"must be one of {', '.join(SHORT_OF_RANK)}")
+        if self.variant not in VARIANTS:
+            fail("variant", f"must be one of {', '.join(VARIANTS)}")
+        if self.keep_rank is not None and (
+            not isinstance(self.keep_rank, int) or isinstance(self.keep_rank, bool)
+            or self.keep_rank < 1
+        ):  # fmt: skip
+            fail("keep_rank", "must be null (the script's) or an integer >= 1 (1 = the best)")
         if not isinstance(self.fill_max_length, int) or self.fill_max_length < 2:
             fail("fill_max_length", "must be an integer >= 2 (start token and sentinel)")
         pool, pool_name = (self.num_beams, "num_beams") if seq2seq else (
@@ -119,39 +140,68 @@ class CorruptConfig:
             )
 
     @property
+    def rank(self) -> int:
+        """Sequential mode: the first rank kept; keep_rank null is the variant's script's
+        (the 2nd beam; QAbot's the 8th)."""
+        return self.keep_rank if self.keep_rank is not None else SCRIPT_RANK[self.variant]
+
+    @property
     def deepest_rank(self) -> int:
         """Sequential mode: the last rank a chain keeps (one chain per negative)."""
-        return self.keep_rank + self.num_return_sequences - 1
+        return self.rank + self.num_return_sequences - 1
 
     def summary(self, causal: bool) -> dict:
         """How negatives were generated, for the metrics, with every departure from
         JCSE's authors' code named (docs/models.md, JCSE)."""
         sequential = self.mask_mode == "sequential"
-        deviations = []
-        if not sequential:
-            deviations.append(
-                "all chunks at once with distinct sentinels (JCSE's text), not one chunk at "
-                "a time (its authors' code)"
-            )
-        if causal:
-            deviations.append(
-                f"a causal LM samples {self.num_samples} hypotheses a blank, reranked by "
-                "likelihood; the authors beam-search T5 with 200 beams"
-            )
-        compared = ("keep_rank",) if causal else tuple(AUTHORS)
-        for name in compared if sequential else ():
-            if getattr(self, name) != AUTHORS[name]:
-                deviations.append(f"{name} {getattr(self, name)}, the authors' {AUTHORS[name]}")
         return {
             "mask_mode": self.mask_mode,
+            "variant": self.variant if sequential else None,
+            "script": SCRIPT[self.variant] if sequential else None,
             "search": "sampled hypotheses, reranked" if causal else "beam search",
             "beam_width": self.num_samples if causal else self.num_beams,
-            "kept_ranks": list(range(self.keep_rank, self.deepest_rank + 1))
-            if sequential
-            else None,
-            "fill_max_length": self.fill_max_length if sequential and not causal else None,
-            "deviations": deviations,
+            "kept_ranks": list(range(self.rank, self.deepest_rank + 1)) if sequential else None,
+            "fill_max_length": self.fill_max_length if sequential else None,
+            "deviations": self.deviations(causal),
         }
+
+    def deviations(self, causal: bool) -> list[str]:
+        """Each departure from the authors' script (the variant's), in words."""
+        if self.mask_mode != "sequential":
+            out = ["all chunks at once with distinct sentinels (JCSE's text), not one chunk at "
+                   "a time (its authors' code)"]  # fmt: skip
+        else:
+            script_rank = SCRIPT_RANK[self.variant]
+            out = [f"{n} {getattr(self, n)}, the authors' {v}" for n, v in AUTHORS.items()
+                   if getattr(self, n) != v and not (causal and n == "num_beams")]  # fmt: skip
+            if self.rank != script_rank:
+                out.append(f"keep_rank {self.rank}, the authors' {script_rank}")
+        if self.num_return_sequences != 1:
+            out.append(f"{self.num_return_sequences} negatives per anchor; the authors' "
+                       "scripts write 1 (JCSE's text: 4)")  # fmt: skip
+        if causal:
+            out += [
+                f"a causal LM samples {self.num_samples} hypotheses a blank, reranked by "
+                f"likelihood; the authors beam-search T5 with {SCRIPT_NUM_BEAMS} beams",
+                "a fill ends where the LM writes the text after its blank or at its chunk's "
+                "length (+1), within the span budget in the LM's tokens; the authors keep "
+                "every T5 token after <extra_id_0> up to max_length",
+                "candidates with a garbled, cut-off, truncated or unchanged fill are dropped "
+                "before ranking; the authors keep the beam as it is",
+            ]
+            if self.mask_mode == "sequential":
+                out.append(
+                    "a step with fewer usable samples than the rank "
+                    + (
+                        "splices the lowest-ranked"
+                        if self.short_of_rank == "lowest"
+                        else "keeps its chunk"
+                    )  # fmt: skip
+                    + "; 200 beams always reach the authors' rank"
+                )
+        out.append("a negative identical to its anchor (or an anchor with no noun chunk) is "
+                   "dropped; the authors write the sentence as it is")  # fmt: skip
+        return out
 
     def sampling(self) -> Sampling:
         """The causal LM filler's share of these settings."""
@@ -300,19 +350,20 @@ def corrupt_causal(
 
 
 def chunk_texts(
-    texts: Sequence[str], nlp, batch_size: int = 64
-) -> tuple[list[list[tuple[int, int]]], Counter]:
-    """Each text's noun-chunk spans, in order; none where the text is skipped (counted:
-    no chunk, or a sentinel string in the text itself)."""
+    texts: Sequence[str], nlp, variant: str, batch_size: int = 64
+) -> tuple[list[list[tuple[str, tuple[int, int]]]], Counter]:
+    """Each text's blanks as the variant's script picks them (script_chunks), in order,
+    with their character spans; none where the text is skipped (counted: no noun chunk,
+    or a sentinel string in the text itself)."""
     counts: Counter = Counter()
     out = []
-    for text, spans in zip(texts, noun_chunk_spans(texts, nlp, batch_size), strict=True):
-        if not spans:
+    for text, found in zip(texts, script_targets(texts, nlp, variant, batch_size), strict=True):
+        if not found:
             counts["skipped_no_chunk"] += 1
         elif SENTINEL_RE.search(text):
             counts["skipped_has_sentinel"] += 1
-            spans = []
-        out.append(spans)
+            found = []
+        out.append(found)
     return out, counts
 
 
@@ -320,39 +371,48 @@ def corrupt_sequential(
     anchors: pd.DataFrame, nlp, filler: T5Filler | CausalFiller, cfg: CorruptConfig
 ) -> tuple[pd.DataFrame, dict]:
     """Hard negatives as JCSE's authors' code makes them (paracl.parts.filler.sequential):
-    one chain per kept rank, num_return_sequences chains per anchor. A row's `masked` is
-    the anchor with the chunks its chain replaced as sentinels (the quality counts then
-    say whether an edit strayed outside them), `rank` the kept rank - 1, `score` the kept
-    candidates' mean."""
+    one chain per kept rank, num_return_sequences chains per anchor, each written
+    stripped as the scripts write it. A row's `masked` is the anchor with the blanks its
+    chain replaced as sentinels (the quality counts then say whether an edit strayed
+    outside them), `rank` the kept rank - 1, `score` the kept candidates' mean."""
     texts, ids = anchors["text"].tolist(), anchors["id"].tolist()
-    spans, counts = chunk_texts(texts, nlp, cfg.chunk_batch_size)
-    chunks = [[text[a:b] for a, b in sp] for text, sp in zip(texts, spans, strict=True)]
+    targets, counts = chunk_texts(texts, nlp, cfg.variant, cfg.chunk_batch_size)
+    chunks = [[t for t, _ in found] for found in targets]
     if isinstance(filler, CausalFiller):
-        step = causal_step(filler, counts)
+        step = causal_step(filler, cfg.fill_max_length, cfg.variant, counts)
     else:
         step = t5_step(filler, cfg.num_beams, cfg.deepest_rank, cfg.batch_size,
-                       cfg.fill_max_length, counts)  # fmt: skip
-    ranks = range(cfg.keep_rank, cfg.deepest_rank + 1)
+                       cfg.fill_max_length, cfg.variant, counts)  # fmt: skip
+    ranks = range(cfg.rank, cfg.deepest_rank + 1)
     rows: list[dict] = []
     per_anchor: Counter = Counter()
     seen: set[tuple[int, str]] = set()
-    for chain in run_chains(texts, chunks, step, ranks, counts):
-        if chain.text.strip() == texts[chain.anchor].strip():
+    lowest = cfg.short_of_rank == "lowest"
+    for chain in run_chains(texts, chunks, step, ranks, counts, lowest):
+        chain.text = chain.text.strip()
+        if chain.text == texts[chain.anchor].strip():
             counts["dropped_identical"] += 1
         elif (chain.anchor, chain.text) in seen:
             counts["dropped_duplicate"] += 1
         else:
             seen.add((chain.anchor, chain.text))
             per_anchor[chain.anchor] += 1
-            rows.append(_chain_row(ids[chain.anchor], texts[chain.anchor], spans, chain))
-    n_masked = sum(bool(sp) for sp in spans)
+            rows.append(_chain_row(ids[chain.anchor], texts[chain.anchor], targets, chain))
+    n_masked = sum(bool(found) for found in targets)
     return _finish(rows, counts, per_anchor, len(texts), n_masked)
 
 
-def _chain_row(anchor_id: str, text: str, spans: list, chain: Chain) -> dict:
-    """One NEGATIVES row of a finished chain."""
-    # spaCy's chunks come left to right, and a chain replaces them in that order
-    m = mask_spans(text, [spans[chain.anchor][k] for k in chain.replaced], merge=False)
+def _chain_row(anchor_id: str, text: str, targets: list, chain: Chain) -> dict:
+    """One NEGATIVES row of a finished chain: `chunks` the strings its steps blanked,
+    `masked` their spans in the anchor as sentinels (a span overlapping an earlier one,
+    as a QAbot target can, is left out of `masked` only)."""
+    spans: list[tuple[int, int]] = []
+    for k in chain.replaced:  # the script's blanks come left to right, replaced in order
+        start, end = targets[chain.anchor][k][1]
+        if not spans or start >= spans[-1][1]:
+            spans.append((start, end))
+    masked = mask_spans(text, spans, merge=False).masked
+    m = Masked(text, masked, tuple(targets[chain.anchor][k][0] for k in chain.replaced))
     score = round(sum(chain.scores) / len(chain.scores), 6)
     n_missing = sum(not f for f in chain.fills)
     return negative_row(anchor_id, m, chain.text, chain.fills, chain.rank - 1, score, n_missing)

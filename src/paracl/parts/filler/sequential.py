@@ -1,20 +1,25 @@
 """JCSE's negatives as its authors' code makes them: one noun chunk at a time.
 
 Why: JCSE's text masks all noun chunks at once with distinct sentinels, but its released
-generator (mu-kindai/JCSE, gen_forsup_contra.py) does otherwise, and the code is what made
-the paper's data. It takes the noun chunks of the *original* sentence and, for each in
-turn, replaces the chunk's first occurrence in the sentence *as edited so far* by the one
-sentinel `<extra_id_0>`, beam-searches T5 (200 beams, at most 15 decoder tokens) and
-splices the 2nd-best beam's fill in, then moves on to the next chunk. A chunk no longer in
-the edited sentence (an earlier fill swallowed it) is skipped, as the authors' QA script
-does.
+generators (mu-kindai/JCSE, gen_forsup_contra.py and its QAbot twin
+gen_forsup_contra_qa.py) do otherwise, and the code is what made the paper's data. They
+take the blanks of the *original* sentence (script_chunks: the noun chunks, or for QAbot
+the merged ones) and, for each in turn, replace its first occurrence in the sentence *as
+edited so far* by the one sentinel `<extra_id_0>`, beam-search T5 (200 beams, at most 15
+decoder tokens; QAbot: 5 for a target under 3 characters) and splice one beam's fill in
+(the 2nd of 2; QAbot: the 8th of 8), kept as their `_filter` keeps it (every decoded token
+after `<extra_id_0>`, special tokens skipped: generate.T5Filler.script_span), then move on
+to the next blank. A blank no longer in the edited sentence (an earlier fill swallowed
+it) is skipped, as the QA script does. The script writes one negative per anchor.
 
 A *chain* is that walk for one sentence and one kept beam rank; K negatives per anchor are
-K chains keeping ranks keep_rank .. keep_rank+K-1 (the `_topK` reading, docs/models.md).
-Work is batched by step: the i-th chunk of every live chain goes to the filler together
-(sentences with fewer chunks drop out), and identical inputs, such as every chain of a
+K chains keeping ranks keep_rank .. keep_rank+K-1 (K = 1, the scripts', by default).
+Work is batched by step: the i-th blank of every live chain goes to the filler together
+(sentences with fewer blanks drop out), and identical inputs, such as every chain of a
 sentence at its first step, are filled once. A causal LM takes the place of the beams by
-its sampled hypotheses, reranked by likelihood after fills.py's rules (`causal_step`).
+its sampled hypotheses, reranked by likelihood after fills.py's rules (`causal_step`),
+each fill at most the script's span budget in the LM's tokens; where fewer are usable
+than the rank, `short_of_rank` says whether the lowest-ranked one or the chunk stays.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from dataclasses import dataclass, field
 
 from paracl.parts.filler.causal import CausalFiller, drop_reason
 from paracl.parts.filler.generate import T5Filler
-from paracl.parts.filler.masking import Masked, parse_fills, sentinel
+from paracl.parts.filler.masking import Masked, sentinel
+from paracl.parts.filler.script_chunks import step_max_length
 
 BLANK = sentinel(0)
 # one step's inputs (current text, the chunk blanked) -> per input, (fill, score) best first
@@ -57,8 +63,12 @@ def run_chains(
     step: Step,
     ranks: Sequence[int],
     counts: Counter,
+    lowest: bool = False,
 ) -> list[Chain]:
-    """Every sentence with a chunk, one chain per rank, walked chunk by chunk."""
+    """Every sentence with a chunk, one chain per rank, walked chunk by chunk. A step with
+    fewer candidates than a chain's rank (a causal LM's usable samples) keeps the chunk,
+    or with `lowest` splices the lowest-ranked candidate there is (the script's kept beam
+    is the last it returns)."""
     chains = [Chain(i, r, texts[i]) for i in range(len(texts)) if chunks[i] for r in ranks]
     for k in range(max((len(c) for c in chunks), default=0)):
         todo: list[tuple[Chain, Masked]] = []
@@ -70,14 +80,15 @@ def run_chains(
                 counts["chunks_not_found"] += 1
             else:
                 todo.append((chain, m))
-        unique = {m.masked: m for _, m in todo}  # each distinct input filled once
+        unique = {(m.masked, m.chunks): m for _, m in todo}  # each distinct input filled once
         found = dict(zip(unique, step(list(unique.values())), strict=True))
         for chain, m in todo:
-            cands = found[m.masked]
+            cands = found[(m.masked, m.chunks)]
             if len(cands) < chain.rank:
-                counts["steps_short_of_rank"] += 1  # the chunk stays
-                continue
-            fill, score = cands[chain.rank - 1]
+                counts["steps_short_of_rank"] += 1
+                if not (lowest and cands):
+                    continue  # the chunk stays
+            fill, score = cands[min(chain.rank, len(cands)) - 1]
             counts["chunks_masked"] += 1
             counts["fills_missing"] += not fill
             chain.text = m.masked.replace(BLANK, fill, 1)
@@ -93,31 +104,36 @@ def t5_step(
     num_return_sequences: int,
     batch_size: int,
     max_length: int,
+    variant: str,
     counts: Counter,
 ) -> Step:
-    """T5's beams for the single blank, best first; a fill is the text between
-    `<extra_id_0>` and the next sentinel (empty where T5 gave none), kept as is."""
+    """T5's beams for the single blank, best first, each fill as the authors' scripts
+    keep it (Candidate.span: the decoded tokens after `<extra_id_0>`, special tokens
+    skipped, unstripped), each input's decoder budget the variant's (step_max_length)."""
 
     def step(masked: Sequence[Masked]) -> list[list[tuple[str, float]]]:
-        beams = filler.fill_one(
-            [m.masked for m in masked], num_beams, num_return_sequences, batch_size, max_length
-        )
+        budgets = [step_max_length(m.chunks[0], variant, max_length) for m in masked]
+        texts = [m.masked for m in masked]
+        beams = filler.fill_one(texts, num_beams, num_return_sequences, batch_size, budgets)
         out = []
         for cands in beams:
             counts["candidates"] += len(cands)
-            out.append([(parse_fills(c.target, 1).fills[0] or "", c.score) for c in cands])
+            out.append([(c.span or "", c.score) for c in cands])
         return out
 
     return step
 
 
-def causal_step(filler: CausalFiller, counts: Counter) -> Step:
+def causal_step(filler: CausalFiller, max_length: int, variant: str, counts: Counter) -> Step:
     """A causal LM's sampled hypotheses for the single blank that pass fills.py's rules,
-    distinct, best mean log-likelihood first (none for an input too long to fill)."""
+    distinct, best mean log-likelihood first (none for an input too long to fill). A fill
+    has at most the script's span budget in the LM's tokens: the step's max_length less
+    the decoder start and `<extra_id_0>` (13; QAbot's short targets 3)."""
 
     def step(masked: Sequence[Masked]) -> list[list[tuple[str, float]]]:
+        caps = [max(1, step_max_length(m.chunks[0], variant, max_length) - 2) for m in masked]
         out = []
-        for m, res in zip(masked, filler.fill(masked), strict=True):
+        for m, res in zip(masked, filler.fill(masked, caps), strict=True):
             if res is None:
                 counts["skipped_too_long"] += 1
                 out.append([])
