@@ -180,27 +180,29 @@ class CorruptConfig:
             out.append(f"{self.num_return_sequences} negatives per anchor; the authors' "
                        "scripts write 1 (JCSE's text: 4)")  # fmt: skip
         if causal:
-            out += [
-                f"a causal LM samples {self.num_samples} hypotheses a blank, reranked by "
-                f"likelihood; the authors beam-search T5 with {SCRIPT_NUM_BEAMS} beams",
-                "a fill ends where the LM writes the text after its blank or at its chunk's "
-                "length (+1), within the span budget in the LM's tokens; the authors keep "
-                "every T5 token after <extra_id_0> up to max_length",
-                "candidates with a garbled, cut-off, truncated or unchanged fill are dropped "
-                "before ranking; the authors keep the beam as it is",
-            ]
-            if self.mask_mode == "sequential":
-                out.append(
-                    "a step with fewer usable samples than the rank "
-                    + (
-                        "splices the lowest-ranked"
-                        if self.short_of_rank == "lowest"
-                        else "keeps its chunk"
-                    )  # fmt: skip
-                    + "; 200 beams always reach the authors' rank"
-                )
+            out += self._causal_deviations()
         out.append("a negative identical to its anchor (or an anchor with no noun chunk) is "
                    "dropped; the authors write the sentence as it is")  # fmt: skip
+        return out
+
+    def _causal_deviations(self) -> list[str]:
+        """What the causal LM filler cannot do as the authors' T5 does."""
+        sequential = self.mask_mode == "sequential"
+        budget = ", within the span budget in the LM's tokens" if sequential else ""
+        out = [
+            f"a causal LM samples {self.num_samples} hypotheses a blank, reranked by "
+            f"likelihood; the authors beam-search T5 with {SCRIPT_NUM_BEAMS} beams",
+            f"a fill ends where the LM writes the text after its blank or at its chunk's "
+            f"length (+1){budget}; the authors keep every T5 token after <extra_id_0> up "
+            "to max_length",
+            "candidates with a garbled, cut-off, truncated or unchanged fill are dropped "
+            "before ranking; the authors keep the beam as it is",
+        ]
+        if sequential:
+            short = "splices the lowest-ranked" if self.short_of_rank == "lowest" else (
+                "keeps its chunk")  # fmt: skip
+            out.append(f"a step with fewer usable samples than the rank {short}; "
+                       f"{SCRIPT_NUM_BEAMS} beams always reach the authors' rank")  # fmt: skip
         return out
 
     def sampling(self) -> Sampling:
