@@ -182,6 +182,11 @@ def _ordered(rows: dict) -> list[str]:
     return [r for r in ROWS if r in rows]
 
 
+def _p(p: float) -> str:
+    """A p-value to three places; below 0.001 as "<0.001" (as the summary's format_p)."""
+    return "<0.001" if p < 0.0005 else f"{p:.3f}"
+
+
 def _cell(value: dict | None, fmt: str) -> str:
     if value is None:
         return "n/a"
@@ -217,7 +222,7 @@ def few_shot_markdown(curve: dict, fmt: str) -> list[str]:
         cells = [_cell(curve["rows"][r].get(str(size)), fmt) for r in names]
         for r in others:
             d = curve["vs_none"][r].get(str(size))
-            p = "" if d is None or d["p"] is None else f" ({d['p']:.3f})"
+            p = "" if d is None or d["p"] is None else f" ({_p(d['p'])})"
             diff = "n/a" if d is None else f"{d['diff']:+.1f}{p}"
             cells.append(f"**{diff}**" if d and d["holds"] else diff)
         body.append([size, *cells])
