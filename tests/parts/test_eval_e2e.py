@@ -425,3 +425,46 @@ def test_stage_and_summary(tiny_bert, raw, tmp_path, monkeypatch):
     assert "| none | " in md and "n/a" in md and "not in the offline mirror" in md
     only = build_summary(results, ["stsb"])
     assert only["methods"]["none"]["avg"] == pytest.approx(stsb["score"])
+
+
+SCORED_ON_SIX = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark"]
+
+
+def test_a_row_trained_on_sick_is_scored_only_on_the_sets_its_data_was_checked_against(
+    tiny_bert, raw, tmp_path
+):
+    """SICK-R is SICK's TEST split: nli_triplets checks the triplets against the six other
+    sets, the training run records that check, and evaluation scores exactly those six
+    (their average), says why SICK-R has no number, and refuses to score SICK-R."""
+    from paracl.core.errors import ParamsError as Refused
+    from paracl.core.io import read_parquet, write_json
+    from paracl.stages import nli_triplets
+    from paracl.stages.train_contrastive.training.data import training_record
+
+    cfg = {"source": "sick", "splits": ["TRAIN"], "exclude_sts": SCORED_ON_SIX,
+           "match": "folded", "max_triplets": None}  # fmt: skip
+    nli_triplets.build(cfg, raw, tmp_path / "triplets.parquet")
+    record = training_record(tmp_path / "triplets.parquet")
+    assert record == {"source": "sick", "exclude_sts": SCORED_ON_SIX}
+    train_metrics = tmp_path / "train.json"
+    write_json({"method": "sup", "training_data": record}, train_metrics)
+    with pytest.raises(Refused, match="evaluate.exclude_sts.*SICKRelatedness"):
+        run_job("sup", "unsup_sts_en", tiny_bert, {**CFG, "raw_dir": raw, "exclude_sts": []},
+                RUN, train_metrics)  # fmt: skip
+    cfg_eval = {**CFG, "raw_dir": raw, "exclude_sts": ["SICKRelatedness"]}
+    res = run_job("sup", "unsup_sts_en", tiny_bert, cfg_eval, RUN, train_metrics)
+    assert list(res["sets"]) == SCORED_ON_SIX
+    assert res["score"] == pytest.approx(sum(v["spearman"] for v in res["sets"].values()) / 6)
+    assert res["excluded_sets"]["SICKRelatedness"].startswith("trained on SICK")
+    # never a pair whose sentence a scored set holds (compared as nli_triplets compares them)
+    sets = sts_sets("en", raw)
+    scored = nli_triplets.sts_sentences({n: sets[n] for n in res["sets"]}, "folded")
+    kept = read_parquet(tmp_path / "triplets.parquet")
+    assert len(kept) and not any(nli_triplets.drop_leaks(kept, scored, "folded")[1].values())
+    # the base (no training data) is scored on the same six, for every row alike
+    base = run_job("none", "unsup_sts_en", tiny_bert, cfg_eval, RUN)
+    assert list(base["sets"]) == SCORED_ON_SIX and "any row" in base["excluded_sets"][
+        "SICKRelatedness"]  # fmt: skip
+    md = to_markdown(build_summary({"none": {"unsup_sts_en": base}, "sup": {"unsup_sts_en": res}},
+                                   ["unsup_sts_en"], "all"))  # fmt: skip
+    assert "| sup " in md and "excluded: trained on SICK" in md

@@ -158,3 +158,26 @@ def test_ebsim_summary_token_is_cls_or_a_causal_lms_last_real_token():
     assert summary_positions(left, causal=False).tolist() == [1, 2]
     assert summary_positions(right, causal=True).tolist() == [2, 3]
     assert summary_positions(left, causal=True).tolist() == [3, 3]
+
+
+def test_supervised_simcse_takes_hard_negatives_where_rows_have_them():
+    """SICK: a contradiction for ~1 premise in 10; the present ones are extra candidates for
+    every anchor (as SimCSE's), a row without one contrasts with the batch alone."""
+    import pandas as pd
+
+    from paracl.parts.losses import infonce
+
+    objective = infonce.objective(None, infonce.Params(hard_negatives=True), {"temperature": 0.05})
+    batch = pd.DataFrame({"anchor": ["a", "b", "c"], "positive": ["x", "y", "z"],
+                          "negative": ["n", None, ""]})  # fmt: skip
+    assert objective.columns(batch) == [["a", "b", "c"], ["x", "y", "z"], ["n"]]
+    assert objective.partial_negatives
+    torch.manual_seed(0)
+    a, p, n = torch.randn(3, 8), torch.randn(3, 8), torch.randn(1, 8)
+    logits = torch.nn.functional.cosine_similarity(
+        a[:, None], torch.cat([p, n])[None], dim=-1) / 0.05  # fmt: skip
+    expected = torch.nn.functional.cross_entropy(logits, torch.arange(3))
+    assert objective.loss([a, p, n]).item() == pytest.approx(expected.item(), rel=1e-5)
+    plain = infonce.objective(None, infonce.Params(), {"temperature": 0.05})
+    assert plain.columns(batch) == [["a", "b", "c"], ["x", "y", "z"]]
+    assert not getattr(plain, "partial_negatives", False)

@@ -99,6 +99,8 @@ def test_paper_presets_exist():
 ON_TOP = {
     "effect-en-finetune": ["effect-en"],
     "effect-en-roundtrip": ["effect-en"],
+    "effect-en-roundtrip-nli": ["effect-en", "effect-en-roundtrip"],
+    "effect-en-roundtrip-ab": ["effect-en", "effect-en-roundtrip", "effect-en-roundtrip-nli"],
     "effect-en-theta": ["effect-en"],
     "effect-ja-finetune": ["effect-ja"],
     "effect-ja-ebsim": ["effect-ja"],
@@ -566,3 +568,42 @@ def test_every_preset_says_its_purpose_and_time():
         purpose, time = presets.describe(path)
         # a time says where it comes from: a measurement or an estimate
         assert purpose and ("measured" in time or "estimated" in time), path
+
+
+def test_the_round_trip_nli_presets_expand_to_their_jobs_in_dvc_yaml(params_copy, capsys):
+    """paracl preset applies effect-en-roundtrip-nli and -ab on their bases; dvc.yaml's
+    foreach then holds each paraphrase job, each run's training and its evaluation, which
+    scores no run on SICK-R (the rows train on SICK)."""
+    from stage_helpers import expand_stages
+
+    from paracl.cli import main
+
+    where = ["--params", str(params_copy), "--presets-dir", str(REPO / "presets")]
+    for name in ("effect-en", "effect-en-roundtrip", "effect-en-roundtrip-nli"):
+        assert main(["preset", name, *where]) == 0
+    params = yaml.safe_load(params_copy.read_text())
+    stages = expand_stages(yaml.safe_load((REPO / "dvc.yaml").read_text()), params)
+    jobs = ("sick_roundtrip_greedy", "sick_bleu0_5", "sick_bleu20", "sick_bleu40")
+    assert {f"paraphrase_pairs@{j}" for j in jobs} <= set(stages)
+    runs = {f"{m}_s{s}" for m in ("simcse_sup_rt", "nli_roundtrip_greedy",
+            "nli_paraphraser_bleu0_5", "nli_paraphraser_bleu20", "nli_paraphraser_bleu40")
+            for s in (1, 2, 3)}  # fmt: skip
+    assert set(params["train_contrastive"]["runs"]) == runs | {"none"}
+    assert {f"evaluate@{r}-unsup_sts_en" for r in runs} <= set(stages)
+    assert stages["train_contrastive@nli_paraphraser_bleu20_s2"]["deps"].count(
+        "data/paraphrased/sick_bleu20.parquet") == 1  # fmt: skip
+    assert params["evaluate"]["exclude_sts"] == ["SICKRelatedness"]
+    assert "SICKRelatedness" not in params["nli_triplets"]["exclude_sts"]
+    assert main(["preset", "effect-en-roundtrip-ab", *where]) == 0
+    params = yaml.safe_load(params_copy.read_text())
+    stages = expand_stages(yaml.safe_load((REPO / "dvc.yaml").read_text()), params)
+    rows = run_groups_of(params)
+    assert len(rows) == 1 + 13 and all(len(r) == 3 for m, r in rows.items() if m != "none")
+    assert {f"paraphrase_pairs@{j}" for j in jobs[1:]} <= set(stages)  # Table 3's, reused
+    assert "evaluate@nli_ab_apbp_bleu40_s3-unsup_sts_en" in stages
+
+
+def run_groups_of(params: dict) -> dict[str, list[str]]:
+    from paracl.stages.summary import run_groups
+
+    return run_groups(params["train_contrastive"]["runs"])

@@ -27,7 +27,7 @@ from paracl.core.io import read_metadata, read_parquet
 from paracl.schema import load_params
 from paracl.stages import nli_triplets as stage
 
-OUT = Path("data/nli/sick.parquet")
+OUT = Path("data/nli/triplets.parquet")
 METRICS = Path("metrics/nli_triplets.json")
 ALL_SETS = ["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
 # (id, A, B, label, split). Entailments 1, 3, 4, 5, 6 are the triplets; each of 1, 3, 4
@@ -148,7 +148,10 @@ def test_the_same_inputs_give_the_same_bytes(project):
         ({"splits": []}, r"'nli_triplets.splits' lists no split"),
         ({"splits": ["DEV"]}, r"'nli_triplets.splits': no 'DEV' \(TRAIN, TRIAL, TEST\)"),
         ({"match": "lower"}, r"'nli_triplets.match' must be one of"),
-        ({"source": "snli"}, r"'nli_triplets.source' must be sick, got 'snli'"),
+        (
+            {"source": "snli"},
+            r"'nli_triplets.source' must be one of \['sick', 'simcse-nli'\], got 'snli'",
+        ),
     ],
 )
 def test_a_bad_param_is_a_one_line_error_naming_the_key(project, cfg, message):
@@ -221,8 +224,29 @@ def test_dvc_stage_deps_and_params_cover_what_it_runs_and_reads():
     assert {"data/raw", "stages/nli_triplets.py"} <= set(deps)
     read = set().union(*(top_level_reads(f) for f in {script, *closure}))
     assert read - listed_params(got) <= EXECUTION_ONLY
-    assert got["params"] == ["nli_triplets"]
+    assert got["params"] == ["seed", "nli_triplets"]  # the seed draws max_triplets' sample
     outs = dep_paths(got["outs"])
     assert outs == [str(OUT), str(METRICS)]
     assert got["cmd"].split()[2:] == ["data/raw", *outs]
     assert dep_paths(got["metrics"]) == ["metrics/nli_triplets.key.json"]
+
+
+def test_simcses_nli_file_gives_triplets_and_max_triplets_a_seeded_sample(tmp_path):
+    """paper-en's source: SimCSE's MNLI + SNLI triplets (sent0, sent1, hard_neg), all of
+    them training rows; max_triplets keeps a seeded sample in the file's order."""
+    (tmp_path / "simcse-nli").mkdir()
+    rows = [f"p{i},h{i},c{i}" for i in range(10)]
+    (tmp_path / "simcse-nli" / "nli_for_simcse.csv").write_text(
+        "sent0,sent1,hard_neg\n" + "\n".join(rows) + "\n")  # fmt: skip
+    cfg = {"source": "simcse-nli", "splits": ["TRAIN"], "exclude_sts": [], "match": "folded",
+           "max_triplets": None}  # fmt: skip
+    record = stage.build(cfg, tmp_path, tmp_path / "all.parquet")
+    frame = read_parquet(tmp_path / "all.parquet")
+    assert frame[["anchor", "positive", "negative"]].values.tolist()[0] == ["p0", "h0", "c0"]
+    assert record["n_kept"] == record["n_with_negative"] == 10 and set(frame["split"]) == {"train"}
+    record = stage.build({**cfg, "max_triplets": 4}, tmp_path, tmp_path / "four.parquet", seed=3)
+    four = read_parquet(tmp_path / "four.parquet")
+    assert record["n_kept"] == 4 and record["max_triplets"] == 4
+    assert four["pair_id"].is_monotonic_increasing and set(four["anchor"]) < set(frame["anchor"])
+    stage.build({**cfg, "max_triplets": 4}, tmp_path, tmp_path / "again.parquet", seed=3)
+    assert read_parquet(tmp_path / "again.parquet").equals(four)  # same seed, same rows

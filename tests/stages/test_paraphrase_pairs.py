@@ -181,7 +181,11 @@ def test_round_trip_paraphrases_each_sentence_once_and_reruns_to_the_same_bytes(
     assert calls == [["a man plays", "someone plays", "nobody plays", "a person is playing",
                       "a dog runs", "an animal runs", "a man plays the guitar"]]  # fmt: skip
     out = read_parquet(OUT)
-    assert out.columns.tolist() == [*nli.TRIPLETS.names, "source_row", "paraphrased_by"]
+    originals = [f"original_{c}" for c in ("anchor", "positive", "negative")]
+    assert out.columns.tolist() == [*nli.TRIPLETS.names, "source_row", "paraphrased_by",
+                                    *originals]  # fmt: skip
+    for column in ("anchor", "positive", "negative"):  # each input text kept beside
+        assert out[f"original_{column}"].tolist() == triplets[column].tolist()
     assert out["source_row"].tolist() == [0, 1, 2, 3]
     assert set(out["paraphrased_by"]) == {"roundtrip_greedy"}
     assert out["pair_id"].tolist() == triplets["pair_id"].tolist()  # other columns kept
@@ -305,3 +309,18 @@ def test_dvc_stage_deps_and_params_cover_what_it_runs_and_reads():
     outs = dep_paths(got["outs"])
     assert outs == ["data/paraphrased/sick.parquet", "metrics/paraphrase_pairs/sick.json"]
     assert got["cmd"].split()[2:] == ["sick", "models/paraphraser", *outs]
+
+
+def test_the_inputs_sts_check_is_passed_on_to_the_paraphrased_file(tmp_path, monkeypatch):
+    """nli_triplets records the STS sets its triplets were checked against; the paraphrased
+    file says the same, so a run trained on it is scored on those sets alone."""
+    from paracl.stages.train_contrastive.training.data import training_record
+
+    monkeypatch.chdir(tmp_path)
+    triplets = _triplets(tmp_path)
+    record = {"source": "sick", "exclude_sts": ["STS12", "STSBenchmark"], "n_kept": 4}
+    write_parquet(triplets, "data/nli/sick.parquet", nli.TRIPLETS, metadata=record)
+    run_stage("paraphrase_pairs@nli", _params("roundtrip_greedy"))
+    assert read_metadata(OUT)["exclude_sts"] == ["STS12", "STSBenchmark"]
+    assert "n_kept" not in read_metadata(OUT)  # the check alone, not the input's counts
+    assert training_record(OUT) == {"source": "sick", "exclude_sts": ["STS12", "STSBenchmark"]}

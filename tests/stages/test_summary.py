@@ -7,9 +7,11 @@ from __future__ import annotations
 import pytest
 from stage_helpers import squeezed
 
+from paracl.core.io import ArtifactError
 from paracl.parts.runs import expand_runs
 from paracl.stages.summary import (
     NOT_RUN,
+    TABLE4_CLAIMS,
     build_summary,
     effect_vs,
     judged_claims,
@@ -131,7 +133,13 @@ EFFECT_METHODS = {  # presets applied in order -> the methods besides none (READ
     ("effect-ja",): JA,
     ("effect-ja", "effect-ja-ebsim"): {"ebsim", "ebsim_no_aa"},  # null removes effect-ja's
     ("effect-en", "effect-en-theta"): {"ppdb"},  # the θ sweep: null removes the others
-}
+    ("effect-en", "effect-en-roundtrip", "effect-en-roundtrip-nli"): {  # Table 3's NLI half
+        "simcse_sup_rt", "nli_roundtrip_greedy", "nli_paraphraser_bleu0_5",
+        "nli_paraphraser_bleu20", "nli_paraphraser_bleu40"},
+    ("effect-en", "effect-en-roundtrip", "effect-en-roundtrip-nli", "effect-en-roundtrip-ab"): {
+        "nli_ab", *(f"{p}_{t}" for p in ("nli_apbp", "nli_apb", "nli_abp", "nli_ab_apbp")
+                    for t in ("bleu0_5", "bleu20", "bleu40"))},  # Table 4
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("names", sorted(EFFECT_METHODS))
@@ -438,3 +446,69 @@ def test_a_claim_names_its_rows_base_and_refuses_rows_on_two_bases():
                for run, (score, base) in ran.items()}  # fmt: skip
     [claim] = build_summary(results, ["unsup_sts_ja"], "all", groups)["claims"]
     assert claim["base"] == tohoku and "refused" not in claim
+
+
+def _sts(avg: float, sets: dict[str, float], excluded: dict[str, str] | None = None) -> dict:
+    """An unsup_sts job as evaluate writes it: its average over the sets it scored."""
+    out = {**_result(avg), "sets": {n: {"spearman": v} for n, v in sets.items()}}
+    return out | ({"excluded_sets": excluded} if excluded else {})
+
+
+def test_a_set_left_out_of_a_rows_score_says_why_and_a_mix_of_sets_is_an_error():
+    sick = {"SICKRelatedness": "trained on SICK: not scored (evaluate.exclude_sts)"}
+    every = {"SICKRelatedness": "not scored for any row (evaluate.exclude_sts), like for like"}
+    groups = {"none": ["none"], "sup": ["sup_s1", "sup_s2"]}
+    results = {"none": {"unsup_sts_en": _sts(40.0, {"STS12": 40.0}, every)},
+               "sup_s1": {"unsup_sts_en": _sts(50.0, {"STS12": 50.0}, sick)},
+               "sup_s2": {"unsup_sts_en": _sts(52.0, {"STS12": 52.0}, sick)}}  # fmt: skip
+    md = squeezed(to_markdown(build_summary(results, ["unsup_sts_en"], "all", groups)))
+    assert "| Method | STS12 | SICKRelatedness |" in md
+    assert "| none | 40.0 | excluded: every row |" in md  # a reason, never a number
+    assert "| sup | 51.0 ± 1.4 | excluded: trained on SICK |" in md
+    # none scored on SICK-R beside rows that are not: their averages are unlike
+    results["none"] = {"unsup_sts_en": _sts(45.0, {"STS12": 40.0, "SICKRelatedness": 50.0})}
+    with pytest.raises(ArtifactError, match="different STS sets.*SICKRelatedness"):
+        build_summary(results, ["unsup_sts_en"], "all", groups)
+
+
+TABLE4 = {"nli_ab": [78.5, 78.6, 78.7]} | {  # the paper's AB 78.57; its A'B' etc. ~79
+    f"{prefix}_{tag}": [base + d for d in (-0.1, 0.0, 0.1)]
+    for tag, shift in (("bleu0_5", 0.1), ("bleu20", 0.0), ("bleu40", 0.0))
+    for prefix, base in (("nli_apbp", 79.2 + shift), ("nli_apb", 79.0 + shift),
+                         ("nli_abp", 79.1 + shift), ("nli_ab_apbp", 79.2 + shift))
+}  # fmt: skip
+
+
+def test_table4_is_laid_out_as_the_papers_and_its_claims_are_tested():
+    results = {f"{m}_s{i + 1}": {"unsup_sts_en": _result(v)} for m, vs in TABLE4.items()
+               for i, v in enumerate(vs)}  # fmt: skip
+    groups = {m: [f"{m}_s{i}" for i in (1, 2, 3)] for m in TABLE4}
+    summary = build_summary(results, ["unsup_sts_en"], "all", groups)
+    md = squeezed(to_markdown(summary))
+    assert "| &lt;SIM95> with | A'B' | A'B | AB' | AB + A'B' | AB |" in md
+    assert (
+        "| SimCSE + &lt;BLEU0_5> | 79.3 ± 0.1 | 79.1 ± 0.1 | 79.2 ± 0.1 | 79.3 ± 0.1 | 78.6 ± 0.1 |"
+        in md
+    )
+    assert (
+        "| SimCSE + &lt;BLEU40> | 79.2 ± 0.1 | 79.0 ± 0.1 | 79.1 ± 0.1 | 79.2 ± 0.1 | 78.6 ± 0.1 |"
+        in md
+    )
+    claims = {c["claim"]: c for c in summary["claims"]}
+    assert set(claims) == {c for c, *_ in TABLE4_CLAIMS}  # 9 "above AB", 3 "≈ A'B'"
+    above = [c for name, c in claims.items() if "above AB" in name]
+    assert len(above) == 9 and all(c["holds"] and c["other"] == "nli_ab" for c in above)
+    same = [c for name, c in claims.items() if "≈" in name]
+    assert len(same) == 3 and all(c["holds"] and c["margin"] == 1.0 for c in same)
+    assert "≈: Welch's two one-sided tests (TOST) within ±1" in md
+    # a doubled row 2 points above A'B' is not the same: TOST does not hold
+    far = {f"nli_ab_apbp_bleu20_s{i + 1}": {"unsup_sts_en": _result(81.2 + d)}
+           for i, d in enumerate((-0.1, 0.0, 0.1))}  # fmt: skip
+    summary = build_summary(results | far, ["unsup_sts_en"], "all", groups)
+    far_claim = next(c for c in summary["claims"] if "≈" in c["claim"] and "BLEU20" in c["claim"])
+    assert not far_claim["holds"] and far_claim["diff"] > 1.9
+
+
+def test_no_table4_without_its_rows():
+    results = {"none": {"unsup_sts_en": _result(40.0)}}
+    assert "A'B'" not in to_markdown(build_summary(results, ["unsup_sts_en"], "all"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from stage_helpers import PAPER_METHODS, copy_project, dep_paths, expand_stages, load_stage
@@ -225,6 +226,10 @@ def test_default_methods_read_existing_contract_paths():
         ({"loss": "none", "input": "x", "alpha": 1.0}, r"loss none takes no params"),
         ({"loss": "ams", "input": "x", "margin": 9.0}, r"margin must be in \[0, pi\]"),
         ({"loss": "ebsim", "input": "x", "aspects": ["rb"]}, r"aspects must be"),
+        ({"loss": "infonce", "input": "x", "paraphrased": ["premise"]}, r"jcse\.paraphrased'"),
+        ({"loss": "infonce", "input": "x", "paraphrased": []}, r"jcse\.paraphrased' must"),
+        ({"loss": "infonce", "input": "x", "with_original": "yes"}, r"with_original' must"),
+        ({"loss": "ebsim", "input": "x", "with_original": True}, r"does not read paraphrase"),
     ],
 )
 def test_bad_method_entries_name_the_key(entry, message):
@@ -357,3 +362,50 @@ def _changed(proc: subprocess.CompletedProcess) -> set[str]:
 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return set(json.loads(proc.stdout))
+
+
+def _paraphrased_triplets() -> pd.DataFrame:
+    """Two triplets as paraphrase_pairs writes them: each column paraphrased (X -> X'),
+    its input text beside it (original_<column>)."""
+
+    frame = pd.DataFrame({"anchor": ["a1", "a2"], "positive": ["b1", "b2"],
+                          "negative": ["n1", None]})  # fmt: skip
+    out = frame.apply(lambda c: c.map(lambda t: t + "'" if isinstance(t, str) else t))
+    out["source_row"], out["paraphrased_by"] = [0, 1], "<SIM95><BLEU20>"
+    return out.assign(**{f"original_{c}": frame[c] for c in frame.columns})
+
+
+@pytest.mark.parametrize(
+    "paraphrased, with_original, anchors, positives",
+    [
+        (None, False, ["a1'", "a2'"], ["b1'", "b2'"]),  # every paraphrased column
+        (["anchor", "positive"], False, ["a1'", "a2'"], ["b1'", "b2'"]),  # A'B'
+        (["anchor"], False, ["a1'", "a2'"], ["b1", "b2"]),  # A'B
+        (["positive"], False, ["a1", "a2"], ["b1'", "b2'"]),  # AB'
+        (["anchor", "positive"], True, ["a1", "a2", "a1'", "a2'"],
+         ["b1", "b2", "b1'", "b2'"]),  # AB + A'B': the originals first, doubled
+    ],
+)  # fmt: skip
+def test_a_paraphrased_pair_file_trains_as_table_4s_variants(
+    paraphrased, with_original, anchors, positives
+):
+    from paracl.stages.train_contrastive.training.data import paraphrase_view, to_examples
+
+    view = paraphrase_view(_paraphrased_triplets(), paraphrased, with_original, "x.parquet")
+    examples = to_examples(view, "x.parquet")
+    assert examples["anchor"].tolist() == anchors
+    assert examples["positive"].tolist() == positives
+    assert "original_anchor" not in view and "source_row" not in view
+    assert examples["negative"].isna().sum() == (2 if with_original else 1)  # nulls stay
+
+
+def test_a_view_of_a_file_without_paraphrases_is_refused():
+    from paracl.stages.train_contrastive.training.data import paraphrase_view
+
+    frame = pd.DataFrame({"anchor": ["a"], "positive": ["b"]})
+    assert paraphrase_view(frame, None, False, "x").equals(frame)  # other inputs as they are
+    with pytest.raises(InputError, match="not a paraphrase_pairs output"):
+        paraphrase_view(frame, ["anchor"], False, "x")
+    with pytest.raises(InputError, match="'negative' was not paraphrased"):
+        paraphrase_view(_paraphrased_triplets().drop(columns="original_negative"), ["negative"],
+                        False, "x")  # fmt: skip

@@ -11,6 +11,7 @@ of the registry (`stsb`, `sicke`, `jnli`, …) are the `evaluate_finetune` stage
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 from typing import Literal
@@ -18,7 +19,7 @@ from typing import Literal
 import numpy as np
 
 from paracl.core.device import precision_record, select_device
-from paracl.core.io import write_json
+from paracl.core.io import read_json, write_json
 from paracl.core.languages import profile
 from paracl.core.params import RunSettings, RunWide, Section, param
 from paracl.core.stage import args
@@ -40,7 +41,12 @@ from paracl.parts.evaluation.tasks import (  # the job registry lives with the t
     job_info,
     load_task_for,
 )
-from paracl.parts.evaluation.unsup_sts import evaluate_unsup_sts, jacsts_sets, sts_sets
+from paracl.parts.evaluation.unsup_sts import (
+    evaluate_unsup_sts,
+    jacsts_sets,
+    scored_sets,
+    sts_sets,
+)
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
@@ -92,6 +98,9 @@ class Evaluate(Section):
         help="a causal LM's task head: on the last token, or on its sentence embedding",
     )
     max_eval_pairs: int | None = param(min=1, help="unsup/PI cap; null = all")
+    exclude_sts: list[str] = param(
+        help="STS sets no run is scored on (rows trained on SICK: SICKRelatedness); [] = none"
+    )
     max_seq_length: int = param(min=8, max=4096)
     encode_batch_size: int = param(min=1)
     missing_splits: Literal["resplit", "fail"] = param(
@@ -131,7 +140,9 @@ def run_job(
         hint = " (a fine-tuning task: stage evaluate_finetune)" if task in FINETUNE_JOBS else ""
         raise KeyError(f"unknown embedding job {task!r}{hint} (known: {', '.join(EMBEDDING_JOBS)})")
     info = job_info(task)
-    kinds = {"unsup_sts": _unsup_sts, "pi": _pi, "pi_xling": _pi_xling, "domain_sts": _jacsts,
+    trained = training_data(train_metrics)
+    sts = functools.partial(_unsup_sts, run=method, trained=trained)
+    kinds = {"unsup_sts": sts, "pi": _pi, "pi_xling": _pi_xling, "domain_sts": _jacsts,
              "retrieval": _qabot}  # fmt: skip
     job, seed, precision = kinds[info["kind"]], run.seed, run.precision
     device = select_device(run.device)
@@ -141,6 +152,14 @@ def run_job(
         lambda: {**job(task, info["lang"], encoder_dir, cfg, seed, device, precision),
                  "ran_in": ran_in},
     )  # fmt: skip
+
+
+def training_data(train_metrics: str | Path | None) -> dict | None:
+    """What the run's training data records of the STS sets it was checked against
+    (train_contrastive's metrics, `training_data`); None where none is recorded."""
+    if train_metrics is None or not Path(train_metrics).is_file():
+        return None
+    return read_json(train_metrics).get("training_data")
 
 
 def _cache(model, cfg: dict, precision: str) -> EmbeddingCache:
@@ -156,11 +175,24 @@ def _sample_note(cfg: dict, seed: int) -> str:
 
 
 def _unsup_sts(
-    task: str, lang: str, encoder_dir, cfg: dict, seed: int, device, precision: str
+    task: str,
+    lang: str,
+    encoder_dir,
+    cfg: dict,
+    seed: int,
+    device,
+    precision: str,
+    run: str = "",
+    trained: dict | None = None,
 ) -> dict:
+    """Cosine STS on the sets the run may be scored on (unsup_sts.scored_sets): its
+    average is over those alone; each other set's cell says why it has no number."""
     sets = sts_sets(lang, cfg["raw_dir"])
+    names, excluded = scored_sets(list(sets), list(cfg.get("exclude_sts") or ()), trained, run)
     cache = _cache(load_encoder(encoder_dir, device), cfg, precision)
-    out = evaluate_unsup_sts(cache, sets, cfg["max_eval_pairs"], seed)
+    out = evaluate_unsup_sts(cache, {n: sets[n] for n in names}, cfg["max_eval_pairs"], seed)
+    if excluded:
+        out["excluded_sets"] = excluded
     scores = {k: round(v["spearman"], 2) for k, v in out["sets"].items()}
     log.info("unsup STS: %s (%.0f sentences/s)", scores, cache.speed()["sentences_per_second"])
     note = f"official test splits of every set; {_sample_note(cfg, seed)}"

@@ -41,16 +41,21 @@ from paracl.core.stage import args
 
 
 class NliTriplets(Section):
-    """The offline English NLI triplets for supervised SimCSE: data/nli/sick.parquet,
+    """The offline English NLI triplets for supervised SimCSE: data/nli/triplets.parquet,
     minus every triplet sharing a sentence with an `exclude_sts` set."""
 
-    source: Literal["sick"] = param(help="the NLI set under data/raw (offline: sick only)")
+    source: Literal["sick", "simcse-nli"] = param(
+        help="the NLI set under data/raw: sick (offline), simcse-nli (MNLI + SNLI, fetched)"
+    )
     splits: list[Literal["TRAIN", "TRIAL", "TEST"]] = param(help="SICK splits read")
     exclude_sts: list[
         Literal["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
     ] = param(help="STS sets whose sentences no kept triplet contains; [] = none")
     match: Literal["folded", "stripped"] = param(
         help="sentence comparison: folded (lower case, no punctuation) or stripped only"
+    )
+    max_triplets: int | None = param(
+        min=2, help="seeded sample of the kept triplets (the run's seed); null = all"
     )
 
 
@@ -65,7 +70,9 @@ log = logging.getLogger("nli_triplets")
 # dvc.yaml's metrics (paracl.core.key_figures): triplets kept, and those with a negative
 KEY_FIGURES = ("n_kept", "n_with_negative")
 TEXT = ("anchor", "positive", "negative")  # the triplet's sentences, each checked
-SOURCES = {"sick": Path("sick") / "SICK.txt"}  # source name -> its file under data/raw
+# source name -> its file under data/raw (simcse-nli: SimCSE's MNLI + SNLI triplets)
+SOURCES = {"sick": Path("sick") / "SICK.txt",
+           "simcse-nli": Path("simcse-nli") / "nli_for_simcse.csv"}  # fmt: skip
 MATCHES = ("folded", "stripped")  # nli_triplets.match: how sentences are compared
 _PUNCT = re.compile(r"[^\w\s]")
 
@@ -156,6 +163,27 @@ def write_sick_triplets(
     return frame
 
 
+def simcse_triplets(path: str | Path) -> pd.DataFrame:
+    """SimCSE's nli_for_simcse.csv (sent0, sent1, hard_neg: MNLI + SNLI entailment and
+    contradiction, 275,601 rows) as TRIPLETS, pair_id its row, split `train`."""
+    path = Path(path)
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: not found (fetch source `simcse-nli`)") from None
+    except (UnicodeDecodeError, pd.errors.ParserError) as err:
+        raise InputError(f"{path}: not a SimCSE NLI CSV ({' '.join(str(err).split())})") from None
+    missing = [c for c in ("sent0", "sent1", "hard_neg") if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: no column {missing[0]!r}; not SimCSE's nli_for_simcse.csv")
+    out = pd.DataFrame({"anchor": frame["sent0"], "positive": frame["sent1"],
+                        "negative": frame["hard_neg"].replace("", None),
+                        "pair_id": range(len(frame)), "negative_pair_id": None,
+                        "split": "train"})  # fmt: skip
+    out["negative_pair_id"] = out["negative_pair_id"].astype("Int64")
+    return out
+
+
 def normalise(text: str, match: str) -> str:
     """The form two sentences are compared in: stripped, or also folded (lower case, no
     punctuation, single spaces)."""
@@ -213,7 +241,9 @@ def check_cfg(cfg: dict) -> None:
     """The section's values, checked before any file is read (load_params checks them
     too; a caller may hand in its own dict): a one-line error naming the key."""
     if cfg["source"] not in SOURCES:
-        raise ParamsError(f"params.yaml: 'nli_triplets.source' must be sick, got {cfg['source']!r}")
+        raise ParamsError(
+            f"params.yaml: 'nli_triplets.source' must be one of {list(SOURCES)}, got {cfg['source']!r}"
+        )
     if cfg["match"] not in MATCHES:
         raise ParamsError(
             f"params.yaml: 'nli_triplets.match' must be one of {MATCHES}, got {cfg['match']!r}"
@@ -224,18 +254,26 @@ def check_cfg(cfg: dict) -> None:
     check_names(list(cfg["exclude_sts"]), "exclude_sts")
 
 
-def build(cfg: dict, raw_dir: str | Path, out: str | Path) -> dict:
-    """Read the source's triplets, drop those leaking into `exclude_sts`, write the rest
-    to `out` atomically; the metrics record."""
+def build(cfg: dict, raw_dir: str | Path, out: str | Path, seed: int = 0) -> dict:
+    """Read the source's triplets, drop those leaking into `exclude_sts`, keep a seeded
+    sample of `max_triplets`, write them to `out` atomically; the metrics record."""
     from paracl.parts.evaluation.unsup_sts import sts_sets
 
     check_cfg(cfg)
     splits, exclude, match = list(cfg["splits"]), list(cfg["exclude_sts"]), cfg["match"]
-    triplets = sick_triplets(read_sick(Path(raw_dir) / SOURCES[cfg["source"]]), splits)
+    path = Path(raw_dir) / SOURCES[cfg["source"]]
+    if cfg["source"] == "sick":
+        triplets = sick_triplets(read_sick(path), splits)
+    else:  # SimCSE's file has no splits: all of it is training data
+        triplets = simcse_triplets(path)
     sets = sts_sets("en", raw_dir) if exclude else {}
     check_names(exclude, "exclude_sts", sets)
     chosen = sts_sentences({n: sets[n] for n in exclude}, match)
     kept, leaked = drop_leaks(triplets, chosen, match)
+    cap = cfg.get("max_triplets")
+    n_clean = len(kept)
+    if cap is not None and len(kept) > cap:  # seeded; the file keeps the source's order
+        kept = kept.sample(n=cap, random_state=seed).sort_index().reset_index(drop=True)
     record = {
         "source": cfg["source"],
         "splits": splits,
@@ -243,7 +281,8 @@ def build(cfg: dict, raw_dir: str | Path, out: str | Path) -> dict:
         "match": match,
         "n_read": len(triplets),
         "n_leaking": leaked,
-        "n_dropped": len(triplets) - len(kept),
+        "n_dropped": len(triplets) - n_clean,
+        "max_triplets": cap,
         "n_kept": len(kept),
         "n_with_negative": int(kept["negative"].notna().sum()),
     }
@@ -255,7 +294,7 @@ def main(params: dict) -> None:
     """nli_triplets RAW OUT METRICS: the triplets of data/raw's source into OUT, its
     counts into METRICS (and the key figures beside it)."""
     paths = args("raw", "out", "metrics")
-    record = build(params["nli_triplets"], paths.raw, paths.out)
+    record = build(params["nli_triplets"], paths.raw, paths.out, params["seed"])
     write_metrics(record, paths.metrics, KEY_FIGURES)
     log.info(
         "%d of %d triplets kept (%d with a negative); dropped for sharing a sentence with %s",

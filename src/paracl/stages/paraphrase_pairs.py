@@ -13,8 +13,11 @@ trains on it.
 Every distinct sentence of the chosen columns is paraphrased once, however many rows and
 columns repeat it (SICK's premises recur across pairs; an anchor may be another row's
 positive), then mapped back. The output holds the input's rows and columns, the chosen
-columns replaced, plus `source_row` (the input row) and `paraphrased_by` (what
-paraphrased it); a null or empty cell stays as it is. It is written atomically, once all
+columns replaced, plus `source_row` (the input row), `paraphrased_by` (what
+paraphrased it) and each chosen column's input text as `original_<column>` (so a trainer
+mixes original and paraphrased columns, the paper's A'B / AB', or adds the original rows,
+without a second dep); a null or empty cell stays as it is. An input that records the STS
+sets it was checked against (nli_triplets' `source`, `exclude_sts`) passes that record on. It is written atomically, once all
 sentences are done, so a failed run leaves none. Greedy decoding and beam search draw
 nothing at random and the round trip seeds each batch from its content: the same rows,
 params and seed give the same bytes.
@@ -33,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paracl.core.errors import InputError, ParamsError
-from paracl.core.io import read_json, read_parquet, write_parquet
+from paracl.core.io import read_json, read_metadata, read_parquet, write_parquet
 from paracl.core.key_figures import write_metrics
 from paracl.core.params import OtherSection, RunSettings, RunWide, Section, param
 from paracl.core.stage import args
@@ -68,6 +71,8 @@ log = logging.getLogger("paraphrase_pairs")
 
 ROUNDTRIP = "roundtrip_greedy"  # `by` of the paper's round-trip baseline (§5.3, Table 3)
 SOURCE_ROW, PARAPHRASED_BY = "source_row", "paraphrased_by"  # the provenance columns
+ORIGINAL = "original_"  # prefix of each chosen column's input text
+CARRIED = ("source", "exclude_sts")  # the input's STS-check record, passed on as it is
 # dvc.yaml's metrics (paracl.core.key_figures): sentences paraphrased, rows written
 KEY_FIGURES = ("n_sentences", "n_rows")
 _CELL = re.compile(r"SIM(\d+)_BLEU(\d+(?:_\d+)?)")
@@ -125,6 +130,8 @@ def substitute(
         out[column] = [paraphrases.get(t, t) if isinstance(t, str) else t for t in frame[column]]
     out[SOURCE_ROW] = range(len(frame))
     out[PARAPHRASED_BY] = by
+    for column in columns:
+        out[ORIGINAL + column] = frame[column]
     return out
 
 
@@ -140,10 +147,12 @@ def output_schema(path: str | Path, columns: Sequence[str], where: str) -> pa.Sc
         kind = schema.field(column).type
         if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
             raise InputError(f"{path}: column {column!r} holds {kind}, not text")
-    taken = [n for n in (SOURCE_ROW, PARAPHRASED_BY) if n in schema.names]
+    originals = [ORIGINAL + c for c in columns]
+    taken = [n for n in (SOURCE_ROW, PARAPHRASED_BY, *originals) if n in schema.names]
     if taken:
         raise InputError(f"{path}: already has a {taken[0]!r} column (this stage's output?)")
     added = [pa.field(SOURCE_ROW, pa.int64()), pa.field(PARAPHRASED_BY, pa.string())]
+    added += [pa.field(name, pa.string()) for name in originals]
     return pa.schema([*(f.remove_metadata() for f in schema), *added])
 
 
@@ -261,6 +270,7 @@ def main(params: dict) -> None:
         "n_sentences": len(texts),
         "n_unchanged": sum(a == b for a, b in mapping.items()),
         "n_empty": sum(not b for b in outputs),
+        **{k: v for k, v in read_metadata(job.input).items() if k in CARRIED},
     }
     out = substitute(frame, job.columns, mapping, job.tags or ROUNDTRIP)
     write_parquet(out, paths.out, schema, metadata=record)

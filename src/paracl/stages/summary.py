@@ -118,6 +118,12 @@ CLAIMS = (
      "paraphraser_bleu40", ROUNDTRIP_SIMCSE, "sts"),
     ("Round trip Table 3: SimCSE above SimCSE with a greedy round trip", ROUNDTRIP_SIMCSE,
      "roundtrip_greedy", "sts"),
+    # the NLI half of the round-trip paper's Table 3 (§5.3): supervised SimCSE, and the same
+    # with each triplet's paraphrase added (presets/effect-en-roundtrip-nli.yaml, paper-en)
+    ("Round trip Table 3 (NLI): supervised SimCSE + <BLEU0_5> paraphrases above it",
+     "nli_paraphraser_bleu0_5", "simcse_sup_rt", "sts"),
+    ("Round trip Table 3 (NLI): supervised SimCSE + greedy round trip above it",
+     "nli_roundtrip_greedy", "simcse_sup_rt", "sts"),
     ("JCSE: two-stage training above stage one alone", "jcse_two_stage", "jcse", "sts"),
     ("EBSIM Table 5: both aspects (RA + AA) above RA alone", "ebsim", "ebsim_no_aa",
      "finetune"),
@@ -128,6 +134,31 @@ CLAIMS = (
     ("JCSE Table 6: SimCSE on Wikipedia + in-domain above Wikipedia alone",
      "simcse_wiki_domain", "simcse_wiki", "domain"),
 )  # fmt: skip
+# The round-trip paper's Table 4 (§5.5): NLI SimCSE with in-batch negatives only, sentence
+# A (anchor) and/or B (positive) replaced by its paraphrase at <SIM95><BLEU..>: rows = tags,
+# columns = variants (presets/effect-en-roundtrip-ab.yaml). Each column's method is
+# `<prefix>_<tag>`; AB, the original, is one method for every row.
+TABLE4_TAGS = (("bleu0_5", "<BLEU0_5>"), ("bleu20", "<BLEU20>"), ("bleu40", "<BLEU40>"))
+TABLE4_AB = "nli_ab"
+TABLE4_COLUMNS = (("A'B'", "nli_apbp"), ("A'B", "nli_apb"), ("AB'", "nli_abp"),
+                  ("AB + A'B'", "nli_ab_apbp"), ("AB", TABLE4_AB))  # fmt: skip
+# its claims: A'B', A'B and AB' above AB for each tag; AB + A'B' ≈ A'B' (the gain is the
+# paraphrases' diversity, not the doubled size): equivalent within EQUIVALENCE_MARGIN
+# points of STS avg by Welch's two one-sided tests (TOST). The paper's gaps: A'B' − AB
+# +0.54 to +0.68, (AB + A'B') − A'B' −0.03 to +0.07; 1 point is about the seed sd of a
+# 32-step CPU run (docs/results.md), so a smaller margin could not be shown with 3 seeds.
+EQUIVALENCE_MARGIN = 1.0
+TABLE4_CLAIMS = tuple(
+    (f"Round trip Table 4: {column} with {title} above AB (in-batch negatives only)",
+     f"{prefix}_{tag}", TABLE4_AB, "sts")
+    for tag, title in TABLE4_TAGS for column, prefix in TABLE4_COLUMNS[:3]
+) + tuple(
+    (f"Round trip Table 4: AB + A'B' with {title} ≈ A'B' (size is not the gain)",
+     f"nli_ab_apbp_{tag}", f"nli_apbp_{tag}", "sts")
+    for tag, title in TABLE4_TAGS
+)  # fmt: skip
+EQUIVALENT = {claim for claim, *_ in TABLE4_CLAIMS if "≈" in claim}
+CLAIMS += TABLE4_CLAIMS
 # The training settings (params METHOD_SETTINGS) a claim is about, besides what makes each
 # method itself (its loss, input and the loss's own params): the two methods of any other
 # claim share every setting (tests/pipeline/test_paper_presets.py). Supervised SimCSE embeds through
@@ -259,6 +290,8 @@ def _entry_row(per_task: dict, tasks: list[str], use: list[str]) -> dict:
             cells[t]["note"] = r["skipped"]
         if r.get("kind") == "unsup_sts" and r.get("sets"):  # each set's Spearman (breakdown)
             cells[t]["sets"] = {name: v.get("spearman") for name, v in r["sets"].items()}
+            if r.get("excluded_sets"):  # not scored, and why (evaluate.exclude_sts)
+                cells[t]["excluded"] = dict(r["excluded_sets"])
         if r.get("breakdown"):  # a job's own sub-scores (QAbot: MRR, MAP, P@1, P@5)
             cells[t]["sets"] = dict(r["breakdown"])
         if t in (*PI_XLING, *PI_XLING.values()) and r.get("score") is not None:
@@ -314,6 +347,8 @@ def _seed_row(entries: dict[str, dict], tasks: list[str]) -> dict:
             "n_seeds": len(scores),
             "official_split": first["tasks"][t].get("official_split"),
         }
+        if first["tasks"][t].get("excluded"):
+            cells[t]["excluded"] = first["tasks"][t]["excluded"]
         if all(c.get("sets") for c in per_seed):
             by_set = {n: [c["sets"].get(n) for c in per_seed] for n in per_seed[0]["sets"]}
             cells[t]["sets"] = {n: _mean(v) for n, v in by_set.items()}
@@ -365,6 +400,26 @@ def compare(runs: dict[str, float | None], other: dict[str, float | None]) -> di
     return out
 
 
+def equivalent(
+    runs: dict[str, float | None],
+    other: dict[str, float | None],
+    margin: float = EQUIVALENCE_MARGIN,
+) -> dict | None:
+    """Two rows the same within ±`margin`: Welch's two one-sided tests (TOST), p the larger
+    of the two; holds where p < ALPHA (None: a score missing)."""
+    a, b = list(runs.values()), list(other.values())
+    if _mean(a) is None or _mean(b) is None:
+        return None
+    out = {"diff": _mean(a) - _mean(b), "n_seeds": [len(a), len(b)], "p": None, "holds": False,
+           "margin": margin}  # fmt: skip
+    if len(a) > 1 and len(b) > 1 and (statistics.stdev(a) > 0 or statistics.stdev(b) > 0):
+        above = stats.ttest_ind(np.add(a, margin), b, equal_var=False, alternative="greater")
+        below = stats.ttest_ind(np.subtract(a, margin), b, equal_var=False, alternative="less")
+        out["p"] = float(max(above.pvalue, below.pvalue))
+        out["holds"] = bool(out["p"] < ALPHA)
+    return out
+
+
 def _measure_sample(entries: dict[str, dict], tasks: list[str], on: str) -> dict:
     """A row's values of one measure: one per training seed; a row of one run fine-tuned
     with several seeds (none with evaluate.baseline_seeds, a paper preset's method): one
@@ -396,7 +451,8 @@ def claims(rows: dict[str, dict]) -> list[dict]:
             continue
         head = {"claim": claim, "method": method, "other": other, "measure": on}
         a, b = (rows[m].get("measures", {}).get(on) for m in (method, other))
-        result = compare(a["runs"], b["runs"]) if a and b else None
+        test = equivalent if claim in EQUIVALENT else compare
+        result = test(a["runs"], b["runs"]) if a and b else None
         if result is None:
             out.append({**head, "untested": _untested(on, {method: a, other: b})})
         else:
@@ -483,6 +539,7 @@ def build_summary(
     tasks = ordered_tasks(table_tasks([t for t in tasks if t not in apart]))  # Figure 2 apart
     use = [t for t in tasks if avg_over == "all" or measure_of(t) == "finetune"]
     entries = {name: _entry_row(per_task, tasks, use) for name, per_task in results.items()}
+    check_scored_sets(entries, tasks)
     groups = groups or {name: [name] for name in results}
     kinds = [m for m in MEASURES if any(measure_of(t) == m for t in tasks)]
     rows = {}
@@ -792,7 +849,8 @@ def to_markdown(summary: dict, decimals: int = 1, marks: dict[str, str] | None =
         lines.append("† not the official split: a seeded re-split of what exists offline "
                      "(see split_note in metrics/eval/<method>/<task>.json).")  # fmt: skip
     lines += ebsim_markdown(summary, fmt)  # EBSIM's Table 2 and Figure 2, where present
-    lines += _breakdowns(summary, fmt) + pi_xling_markdown(summary, fmt) + _claims(summary, fmt)
+    lines += _breakdowns(summary, fmt) + table4_markdown(summary, fmt)
+    lines += pi_xling_markdown(summary, fmt) + _claims(summary, fmt)
     lines += ["", "Base model that ran, per method:", ""]
     lines += [f"- {m}: {', '.join(r['base_models']) or 'unknown'}" for m, r in rows.items()]
     if notes:
@@ -845,18 +903,69 @@ def _breakdowns(summary: dict, fmt: str) -> list[str]:
         with_sets = [c["sets"] for c in rows.values() if c.get("sets")]
         if not with_sets:
             continue
-        names = sorted(with_sets[0], key=lambda n: (SET_ORDER + (n,)).index(n))
+        left_out = next((c["excluded"] for c in rows.values() if c.get("excluded")), {})
+        names = sorted({*with_sets[0], *left_out}, key=lambda n: (SET_ORDER + (n,)).index(n))
         by = "metric (×100)" if col["kind"] == "retrieval" else f"set ({col['metric']} ×100)"
         table = []
         for method, cell in rows.items():
             if not cell.get("sets"):
                 continue
-            sds = cell.get("sets_std") or {}
-            table.append([method, *(
+            sds, out = cell.get("sets_std") or {}, cell.get("excluded") or {}
+            table.append([method, *(excluded_cell(out[n]) if n in out else
                 ("n/a" if cell["sets"].get(n) is None else fmt.format(cell["sets"][n]))
                 + (f" ± {fmt.format(sds[n])}" if n in sds else "") for n in names)])  # fmt: skip
         lines += ["", f"{col['title']} by {by}:", "", markdown_table(["Method", *names], table)]
     return lines
+
+
+def table4_markdown(summary: dict, fmt: str) -> list[str]:
+    """The round-trip paper's Table 4, its layout: rows = BLEU tags, columns = A'B', A'B,
+    AB', AB + A'B', AB; each cell the STS avg (± sd over seeds) of its method's row, n/a
+    where that row is not in this run. Nothing where the run has no Table 4 row."""
+    rows = summary["methods"]
+    wanted = {f"{p}_{t}" for t, _ in TABLE4_TAGS for _, p in TABLE4_COLUMNS[:-1]} | {TABLE4_AB}
+    if not wanted & set(rows):
+        return []
+
+    def cell(method: str) -> str:
+        value = (rows.get(method) or {}).get("measures", {}).get("sts") or {}
+        if value.get("avg") is None:
+            return "n/a"
+        sd = value.get("avg_std")
+        return fmt.format(value["avg"]) + (f" ± {fmt.format(sd)}" if sd is not None else "")
+
+    body = [[f"SimCSE + {title}", *(cell(TABLE4_AB if p == TABLE4_AB else f"{p}_{tag}")
+                                    for _, p in TABLE4_COLUMNS)]
+            for tag, title in TABLE4_TAGS]  # fmt: skip
+    head = ["<SIM95> with", *(c for c, _ in TABLE4_COLUMNS)]
+    return ["", "Table 4 (round-trip paper's layout): STS avg, in-batch negatives only:", "",
+            markdown_table(head, body), "",
+            "A / B: the anchor / positive as in the data, A' / B': its paraphrase at the "
+            "row's tags; AB + A'B': both, the corpus doubled. AB has no tag (one row, shown "
+            "in each)."]  # fmt: skip
+
+
+def excluded_cell(reason: str) -> str:
+    """A set left out of a row's score, as its cell says it: never a number."""
+    return "excluded: " + (reason.split(":")[0] if reason.startswith("trained on") else "every row")
+
+
+def check_scored_sets(entries: dict[str, dict], tasks: list[str]) -> None:
+    """Every run's cosine STS average is over the same sets: a column mixing runs scored
+    on 7 sets with runs scored on 6 (trained on SICK) would compare unlike averages."""
+    for t in tasks:
+        scored = {n: tuple(sorted(e["tasks"][t]["sets"])) for n, e in entries.items()
+                  if job_info(t)["kind"] == "unsup_sts" and e["tasks"][t].get("sets")}  # fmt: skip
+        if len(set(scored.values())) > 1:
+            (a, sa), (b, sb) = (
+                next(iter(scored.items())),
+                next((n, v) for n, v in scored.items() if v != next(iter(scored.values()))),
+            )
+            raise ArtifactError(
+                f"{t}: runs scored on different STS sets ({a}: {', '.join(sa)}; {b}: "
+                f"{', '.join(sb)}): their averages are not comparable; score every run with "
+                "the same evaluate.exclude_sts"
+            )
 
 
 def _claims(summary: dict, fmt: str) -> list[str]:
@@ -878,6 +987,9 @@ def _claims(summary: dict, fmt: str) -> list[str]:
         lines.append(markdown_table(["Claim", "On", "Base", "Δ", "p", "Verdict"], table))
         lines += ["", f"p: {summary.get('claim_test', CLAIM_TEST)}; holds: p < {ALPHA} and Δ > 0; "
                   f"not testable: fewer than 2 seeds on a side, or {AT_CHANCE}; {REFUSED}."]  # fmt: skip
+        if any("margin" in c for c in tested):
+            lines.append(f"≈: Welch's two one-sided tests (TOST) within ±{EQUIVALENCE_MARGIN:g} "
+                         f"(×100); holds: p < {ALPHA}, the difference inside the margin.")  # fmt: skip
     untested = [f"- {c['claim']} ({c['untested']})." for c in found if "untested" in c]
     return lines + (["", "Not tested here:", "", *untested] if untested else [])
 

@@ -129,3 +129,46 @@ def evaluate_unsup_sts(
         "total_sentences": int(sum(2 * len(df) for df in frames.values())),
         "max_pairs": max_pairs,
     }
+
+
+# -- which STS sets a run is scored on (training data checked against them) ------------
+# A training input derived from an NLI set records, in its Parquet metadata, the STS sets
+# its rows were checked against (nli_triplets.exclude_sts: no kept triplet shares a
+# sentence with one) and its source. evaluate.exclude_sts leaves sets out of every run's
+# score alike; a run is never scored on a set its data was not checked against.
+SOURCE_NAMES = {"sick": "SICK", "simcse-nli": "MNLI + SNLI"}  # how a reason names a source
+
+
+def scored_sets(
+    names: list[str], exclude: list[str], trained: dict | None, run: str
+) -> tuple[list[str], dict[str, str]]:
+    """The sets of `names` a run is scored on, and each excluded set with the reason its
+    cell shows instead of a number. `trained`: the run's training-data record (source,
+    exclude_sts) or None (data never checked: no NLI set behind it). A scored set the
+    data was not checked against is refused, naming evaluate.exclude_sts: training on a
+    pair whose sentence a scored set holds would leak."""
+    from paracl.core.errors import ParamsError
+
+    unknown = [n for n in exclude if n not in names]
+    if unknown:
+        raise ParamsError(
+            f"evaluate.exclude_sts: no STS set {unknown[0]!r} (known: {', '.join(names)})"
+        )
+    scored = [n for n in names if n not in exclude]
+    checked = None if trained is None else set(trained.get("exclude_sts") or ())
+    source = SOURCE_NAMES.get((trained or {}).get("source"), (trained or {}).get("source"))
+    leaking = [n for n in scored if checked is not None and n not in checked]
+    if leaking:
+        raise ParamsError(
+            f"evaluate.exclude_sts: run {run} trained on {source} data checked against "
+            f"{sorted(checked) or 'no STS set'} only, so it cannot be scored on {leaking[0]}: "
+            f"list {leaking[0]} in evaluate.exclude_sts (or in nli_triplets.exclude_sts)"
+        )
+    reasons = {
+        n: f"trained on {source}: not scored (evaluate.exclude_sts)"
+        if checked is not None and n not in checked
+        else "not scored for any row (evaluate.exclude_sts), like for like"
+        for n in names
+        if n in exclude
+    }
+    return scored, reasons

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pandas as pd
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
@@ -23,9 +24,20 @@ class Params:
     hard_negatives: bool = False  # add each row's `negative` column (SimCSE supervised)
 
 
+class _SomeNegatives(BiEncoderObjective):
+    """Hard negatives where a row has one (SICK: a contradiction for ~1 premise in 10):
+    the batch's present negatives are extra candidates for every anchor, as SimCSE's
+    hard negatives are, and a row without one contrasts with the batch alone."""
+
+    partial_negatives = True
+
+    def columns(self, batch: pd.DataFrame) -> list[list[str]]:
+        negatives = [str(t) for t in batch["negative"] if isinstance(t, str) and t]
+        return [batch[c].astype(str).tolist() for c in ("anchor", "positive")] + [negatives]
+
+
 def objective(model: SentenceTransformer, params: Params, cfg: dict) -> BiEncoderObjective:
     mnrl = MultipleNegativesRankingLoss(model, scale=1.0 / cfg["temperature"])
     cols = ["anchor", "positive"] + (["negative"] if params.hard_negatives else [])
-    return BiEncoderObjective(
-        cols, lambda reps: mnrl.compute_loss_from_embeddings(reps, None), "MNRL(InfoNCE)"
-    )
+    kind = _SomeNegatives if params.hard_negatives else BiEncoderObjective
+    return kind(cols, lambda reps: mnrl.compute_loss_from_embeddings(reps, None), "MNRL(InfoNCE)")

@@ -16,6 +16,11 @@ One frame layout serves all bi-encoder methods, whatever the artifact:
   (sentence1, sentence2, label 0/1)         paraphrase pair (label 1) with a label-0
                                             partner of its anchor as hard negative.
 
+A paraphrase_pairs output (the round-trip paper's §5.3, §5.5: `original_<column>` beside
+each paraphrased column) trains on its paraphrased columns, or on those of `paraphrased`
+alone (the others back to their input text: A'B, AB'), and with `with_original` on the
+input rows too, before the paraphrased ones (the doubled corpus: AB + A'B').
+
 Row selection before the mapping: an artifact with a `split` column (tag's
 tagged.parquet) trains on its train rows only (dev and test are the paraphraser's
 held-out pairs); `tags` (a method entry's key) keeps the rows of generate_paraphrases'
@@ -39,13 +44,50 @@ from pathlib import Path
 import pandas as pd
 
 from paracl.core.errors import InputError
-from paracl.core.io import ArtifactError, read_parquet
+from paracl.core.io import ArtifactError, read_metadata, read_parquet
 from paracl.parts.evaluation.readers import read_paws
 from paracl.parts.evaluation.tasks import TASKS, load_task
 
 log = logging.getLogger(__name__)
 
 COLUMNS = ["anchor", "positive", "negative"]
+ORIGINAL = "original_"  # paraphrase_pairs' prefix of a paraphrased column's input text
+PROVENANCE = ("source_row", "paraphrased_by")  # paraphrase_pairs' other added columns
+
+
+def training_record(path: str | Path) -> dict | None:
+    """The STS check an NLI-derived input records in its Parquet metadata (nli_triplets'
+    `source` and `exclude_sts`, passed on by paraphrase_pairs): what evaluation reads to
+    score the run only on sets its data was checked against; None for other inputs."""
+    path = Path(path)
+    if not path.exists() or not (path.suffix == ".parquet" or path.is_dir()):
+        return None
+    meta = read_metadata(path)
+    if "exclude_sts" not in meta:
+        return None
+    return {"source": meta.get("source"), "exclude_sts": list(meta["exclude_sts"])}
+
+
+def paraphrase_view(
+    df: pd.DataFrame, paraphrased: list[str] | None, with_original: bool, where: str
+) -> pd.DataFrame:
+    """A paraphrase_pairs output as a method trains on it: the columns of `paraphrased`
+    (None: every one the job paraphrased) keep their paraphrase, the job's other columns
+    go back to their input text; `with_original` puts the input rows first (doubled)."""
+    done = [c.removeprefix(ORIGINAL) for c in df.columns if c.startswith(ORIGINAL)]
+    if not done:
+        if paraphrased is not None or with_original:
+            raise InputError(f"{where}: not a paraphrase_pairs output (no original_ column): "
+                             "'paraphrased' and 'with_original' read one")  # fmt: skip
+        return df
+    keep = done if paraphrased is None else paraphrased
+    missing = [c for c in keep if c not in done]
+    if missing:
+        raise InputError(f"{where}: column {missing[0]!r} was not paraphrased (has: {done})")
+    view = df.assign(**{c: df[ORIGINAL + c] for c in done if c not in keep})
+    rows = [df.assign(**{c: df[ORIGINAL + c] for c in done}), view] if with_original else [view]
+    drop = [ORIGINAL + c for c in done] + [c for c in PROVENANCE if c in df.columns]
+    return pd.concat(rows, ignore_index=True).drop(columns=drop)
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -157,7 +199,7 @@ def select_rows(df: pd.DataFrame, where: str, tags: str | None = None) -> pd.Dat
     no empty round-trip translations."""
     if "split" in df.columns:
         counts = df["split"].value_counts().to_dict()
-        df = df[df["split"] == "train"]
+        df = df[df["split"].astype(str).str.lower() == "train"]  # SICK's: TRAIN
         if df.empty:
             raise InputError(f"{where}: no 'train' rows in its split column (has: {counts})")
     if tags is not None:
@@ -270,11 +312,15 @@ def load_examples(
     min_examples: int = 2,
     tags: str | None = None,
     task: str | None = None,
+    paraphrased: list[str] | None = None,
+    with_original: bool = False,
 ) -> pd.DataFrame:
     """Read, select, map, check and (seeded) subsample one method's training input; with
-    `task`, the rows are that registry task's train split (its file is `path`)."""
+    `task`, the rows are that registry task's train split (its file is `path`); a
+    paraphrase_pairs output as `paraphrased` and `with_original` ask (paraphrase_view)."""
     path = Path(path)
     table = task_rows(task, path) if task else _read_table(path)
+    table = paraphrase_view(table, paraphrased, with_original, str(path))
     ex = to_examples(select_rows(table, str(path), tags), str(path))
     check_examples(ex, str(path), min_examples)
     if max_examples is not None and len(ex) > max_examples:

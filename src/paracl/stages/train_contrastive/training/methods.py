@@ -33,7 +33,11 @@ from paracl.parts.tags.tagging import parse_tags
 from paracl.stages.train_contrastive.training import parallel
 from paracl.stages.train_contrastive.training.card import model_card
 from paracl.stages.train_contrastive.training.checkpoint import Checkpoint
-from paracl.stages.train_contrastive.training.data import check_task_input, load_examples
+from paracl.stages.train_contrastive.training.data import (
+    check_task_input,
+    load_examples,
+    training_record,
+)
 from paracl.stages.train_contrastive.training.dev import read_sts, sts_spearman
 from paracl.stages.train_contrastive.training.selection import hold_out
 from paracl.stages.train_contrastive.training.trainer import TrainConfig, TrainResult, train
@@ -89,7 +93,9 @@ METHOD_SETTINGS = (
     "base_model",  # a paper's rows on its own base beside the others (cross-lingual PI: LaBSE)
 )
 # every entry's keys and the shared keys it may set for itself; the rest: the loss's
-COMMON_KEYS = ("loss", "input", "data", "seeds", "tags", "task", *METHOD_SETTINGS)
+COMMON_KEYS = ("loss", "input", "data", "seeds", "tags", "task", "paraphrased", "with_original",
+               *METHOD_SETTINGS)  # fmt: skip
+VIEW_COLUMNS = ("anchor", "positive", "negative")  # what `paraphrased` may list
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,9 @@ class MethodSpec:
     citation: str
     settings: dict = dataclasses.field(default_factory=dict)  # shared keys it sets itself
     task: str | None = None  # train on this registry task's train split (training/data.py)
+    # a paraphrase_pairs input: the columns kept paraphrased (None: all), original rows added
+    paraphrased: tuple[str, ...] | None = None
+    with_original: bool = False
 
     @property
     def start(self) -> str | None:
@@ -162,6 +171,7 @@ def method_spec(name: str, entry: dict, run: dict | None = None) -> MethodSpec:
         if loss == "none" or hasattr(LOSSES[loss], "examples") or tags is not None:
             raise ParamsError(f"'{where}.task': loss {loss} does not read a task's pairs")
         check_task_input(task, entry["input"], f"'{where}.task'")
+    paraphrased, with_original = _view_keys(entry, where, loss)
     description, citation = PAPERS.get(name, (f"{loss} loss", ""))
     return MethodSpec(
         name,
@@ -175,7 +185,33 @@ def method_spec(name: str, entry: dict, run: dict | None = None) -> MethodSpec:
         citation,
         {key: entry[key] for key in METHOD_SETTINGS if key in entry},
         task,
+        paraphrased,
+        with_original,
     )
+
+
+def _view_keys(entry: dict, where: str, loss: str) -> tuple[tuple[str, ...] | None, bool]:
+    """`paraphrased` (a list of distinct triplet columns) and `with_original` (a bool),
+    checked: a one-line error naming the key."""
+    paraphrased, with_original = entry.get("paraphrased"), entry.get("with_original", False)
+    if (paraphrased is not None or with_original) and (
+        loss == "none" or hasattr(LOSSES[loss], "examples")
+    ):
+        raise ParamsError(f"'{where}.paraphrased': loss {loss} does not read paraphrase pairs")
+    if paraphrased is not None:
+        ok = (
+            isinstance(paraphrased, list)
+            and paraphrased
+            and all(c in VIEW_COLUMNS for c in paraphrased)
+            and len(set(paraphrased)) == len(paraphrased)
+        )
+        if not ok:
+            raise ParamsError(f"'{where}.paraphrased' must list distinct columns of "
+                              f"{list(VIEW_COLUMNS)}, got {paraphrased!r}")  # fmt: skip
+        paraphrased = tuple(paraphrased)
+    if not isinstance(with_original, bool):
+        raise ParamsError(f"'{where}.with_original' must be true or false, got {with_original!r}")
+    return paraphrased, with_original
 
 
 def run_config(spec: MethodSpec, cfg: dict) -> dict:
@@ -222,10 +258,12 @@ def train_method(
         model[0].auto_model, cfg["train_layers"], cfg["freeze_embeddings"], TRAIN_LAYERS
     )
     module = LOSSES[spec.loss]
+    record = training_record(spec.train_path)
+    if record is not None:  # the STS sets its data was checked against (evaluate reads it)
+        metrics["training_data"] = record
     examples, dev_examples = _read_examples(spec, module, model, cfg, seed, metrics)
     objective = module.objective(model, spec.params, cfg)
-    if "negative" in getattr(objective, "column_names", ()) and examples["negative"].isna().any():
-        raise InputError(f"{spec.train_path}: method {spec.name} needs a 'negative' for every row")
+    _check_negatives(spec, objective, examples, metrics)
     # cfg: the run's train_contrastive keys, with the top-level precision (run.train_config)
     config = from_section(TrainConfig, cfg, seed=seed, mega_batch=objective.mega_batch)
     result = _train(target, examples, objective, config, logger, checkpoint, dev_examples)
@@ -233,6 +271,19 @@ def train_method(
     if parallel.is_main():
         _save_trained(target, cfg, seed, metrics, len(examples), objective.name, result)
     return metrics
+
+
+def _check_negatives(spec: MethodSpec, objective, examples, metrics: dict) -> None:
+    """An objective that embeds each row's negative needs one in every row, unless it
+    takes them where they exist (supervised SimCSE on SICK: in-batch negatives elsewhere);
+    none at all is refused either way (a hard-negative method on data without any)."""
+    if "negative" not in getattr(objective, "column_names", ()):
+        return
+    present = int(examples["negative"].notna().sum())
+    partial = getattr(objective, "partial_negatives", False)
+    if present == 0 or (present < len(examples) and not partial):
+        raise InputError(f"{spec.train_path}: method {spec.name} needs a 'negative' for every row")
+    metrics["with_negative"] = present
 
 
 def _build(spec: MethodSpec, cfg: dict, seed: int, device) -> tuple[ResolvedModel, Any, bool]:
@@ -319,8 +370,10 @@ def _read_examples(
         metrics["triples"] = examples["kind"].value_counts().sort_index().to_dict()
     else:
         examples = load_examples(
-            spec.train_path, cfg["max_examples"], seed, tags=spec.tags, task=spec.task
-        )
+            spec.train_path, cfg["max_examples"], seed, tags=spec.tags, task=spec.task,
+            paraphrased=list(spec.paraphrased) if spec.paraphrased else None,
+            with_original=spec.with_original,
+        )  # fmt: skip
     dev_examples = None
     if cfg["selection"] == "dev_loss":  # the PPDB paper's and EBSIM's dev sample
         examples, dev_examples = hold_out(examples, cfg["dev_loss_examples"], seed)
