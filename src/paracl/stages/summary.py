@@ -904,7 +904,8 @@ def _breakdowns(summary: dict, fmt: str) -> list[str]:
         if not with_sets:
             continue
         left_out = next((c["excluded"] for c in rows.values() if c.get("excluded")), {})
-        names = sorted({*with_sets[0], *left_out}, key=lambda n: (SET_ORDER + (n,)).index(n))
+        names = list(dict.fromkeys([*with_sets[0], *left_out]))  # the job's order for ties
+        names.sort(key=lambda n: (SET_ORDER + (n,)).index(n))
         by = "metric (×100)" if col["kind"] == "retrieval" else f"set ({col['metric']} ×100)"
         table = []
         for method, cell in rows.items():
