@@ -650,8 +650,8 @@ def render_stage_times(root: Path) -> str:
         f"**{_minutes(d['total_s'])}** on {lab}" for d, lab in zip(runs, labels, strict=True)
     )
     captions = " ".join(
-        f"{lab}: measured {d['date']} on {d['machine']} by `{d['command']}` (bench/time_repro.py), "
-        f"rendered from `{f.relative_to(root).as_posix()}`."
+        f"{lab}: measured {d['date']} on {d['machine']} by `{d['command']}` (bench/time_repro.py"
+        f"{'; ' + d['note'] if d.get('note') else ''}), rendered from `{f.relative_to(root).as_posix()}`."
         for d, lab, f in zip(runs, labels, files, strict=True)
     )
     header = ["Stage", "What it did", *(f"Wall ({lab})" for lab in labels)]
