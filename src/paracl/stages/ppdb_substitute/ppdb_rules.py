@@ -124,18 +124,18 @@ class _Collector:
         )
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line without newline); undecodable bytes become U+FFFD."""
+def _lines(path: Path, out: _Collector) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line without newline) of each non-blank line, every line
+    counted in `out.lines`; undecodable bytes become U+FFFD."""
     with open(path, encoding="utf-8", errors="replace") as f:
         for lineno, line in enumerate(f, start=1):
-            yield lineno, line.rstrip("\r\n")
+            out.lines += 1
+            if line.strip():
+                yield lineno, line.rstrip("\r\n")
 
 
 def _read_ppdb2(path: Path, out: _Collector) -> None:
-    for lineno, line in _lines(path):
-        out.lines += 1
-        if not line.strip():
-            continue
+    for lineno, line in _lines(path, out):
         parts = [p.strip() for p in line.split("|||")]
         if len(parts) < 4:
             out.bad(lineno)
@@ -166,10 +166,7 @@ def _read_ppdb2(path: Path, out: _Collector) -> None:
 
 
 def _read_ehimer(path: Path, out: _Collector) -> None:
-    for lineno, line in _lines(path):
-        out.lines += 1
-        if not line.strip():
-            continue
+    for lineno, line in _lines(path, out):
         parts = [p.strip() for p in line.split("|||")]
         if len(parts) < 3:
             out.bad(lineno)
@@ -184,10 +181,7 @@ def _read_ehimer(path: Path, out: _Collector) -> None:
 
 
 def _read_tsv(path: Path, out: _Collector) -> None:
-    for lineno, line in _lines(path):
-        out.lines += 1
-        if not line.strip():
-            continue
+    for lineno, line in _lines(path, out):
         parts = line.split("\t")
         if len(parts) < 3:
             out.bad(lineno)
@@ -204,10 +198,7 @@ def _read_tsv(path: Path, out: _Collector) -> None:
 
 
 def _read_ppdb_sample(path: Path, out: _Collector) -> None:
-    for lineno, line in _lines(path):
-        out.lines += 1
-        if not line.strip():
-            continue
+    for lineno, line in _lines(path, out):
         parts = line.split("\t")
         if len(parts) < 4:
             out.bad(lineno)
@@ -229,10 +220,7 @@ def _read_ppdb_sample(path: Path, out: _Collector) -> None:
 def _read_sudachi(path: Path, out: _Collector) -> None:
     # group id -> entries (lineno, headword, expansion flag, lexeme, form, abbr, variant, domain)
     groups: dict[str, list[tuple]] = defaultdict(list)
-    for lineno, line in _lines(path):
-        out.lines += 1
-        if not line.strip():
-            continue
+    for lineno, line in _lines(path, out):
         try:
             cols = next(csv.reader([line]))
         except csv.Error:
