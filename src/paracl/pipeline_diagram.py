@@ -92,7 +92,7 @@ def arrows(stages: dict[str, dict]) -> set[tuple[str, str]]:
 HEADER = """// The pipeline diagram of docs/index.md, drawn by `paracl report` from dvc.yaml, params.yaml
 // and presets/ (paracl.pipeline_diagram): do not edit. Dashed: arrows only a preset draws.
 digraph pipeline {
-  graph [rankdir=TB, nodesep=0.12, ranksep=0.3, fontname="Helvetica", bgcolor="transparent"];
+  graph [rankdir=TB, nodesep=0.08, ranksep=0.3, fontname="Helvetica", bgcolor="transparent"];
   node [shape=box, style="rounded,filled", fillcolor="#eef2fb", color="#3f51b5",
         fontname="Helvetica", fontsize=12, height=0.3];
   edge [color="#555555", arrowsize=0.6];

@@ -46,7 +46,7 @@ MARKER = re.compile(
     r"<!-- report:(@?[A-Za-z0-9_.-]+)(?::([a-z]+))? -->\n(.*?)<!-- /report -->\n", re.S
 )
 TAG = re.compile(r"<(?=[A-Za-z/!?])")  # where HTML would start a tag
-PARTS = ("all", "table", "sets", "claims", "pi", "ebsim")
+PARTS = ("all", "table", "sets", "claims", "pi", "ebsim", "stilts")
 EXTRA_PARTS = ("plot", "heatmaps", "curve")
 CURVE = "learning_curve.csv"  # `paracl learning-curve`'s table, committed beside a summary
 PARAMS_PAGE = Path("docs/reference/params.md")
@@ -162,7 +162,7 @@ def split_parts(markdown: str) -> dict[str, str]:
     """to_markdown's output cut into its parts (paragraphs are blank-line separated)."""
     paras = markdown.strip("\n").split("\n\n")
     parts = {"all": markdown.strip("\n"), "table": "\n\n".join(paras[:2]), "sets": "", "claims": "",
-             "pi": "", "ebsim": ""}  # fmt: skip
+             "pi": "", "ebsim": "", "stilts": ""}  # fmt: skip
 
     def until(i: int, prefix: str) -> str:
         """Paragraphs i.. up to the first that starts with `prefix` (or the end)."""
@@ -176,6 +176,8 @@ def split_parts(markdown: str) -> dict[str, str]:
             parts["pi"] = until(i, "The papers' claims")
         elif para.startswith(("Table 2 (EBSIM", "Figure 2 (EBSIM")):  # title, table, caption
             parts["ebsim"] = "\n\n".join(p for p in (parts["ebsim"], *paras[i : i + 3]) if p)
+        elif para.startswith(("Table 5 (round-trip", "Figure 4 (round-trip")):  # likewise
+            parts["stilts"] = "\n\n".join(p for p in (parts["stilts"], *paras[i : i + 3]) if p)
         elif para.startswith("The papers' claims"):
             parts["claims"] = until(i, "Base model")
     return parts
@@ -435,7 +437,21 @@ def draw_plots(root: Path) -> list[Path]:
         few = root / IMG / f"{name}-fewshot.png"
         if plot_few_shot(results / name, few):
             written.append(few)
+        figure4 = root / IMG / f"{name}-stilts.png"
+        if plot_stilts(results / name, figure4):
+            written.append(figure4)
     return written
+
+
+def plot_stilts(directory: Path, path: Path) -> bool:
+    """The round-trip paper's Figure 4 (its summary's `stilts`), where the result has tag cells."""
+    from paracl.parts import stilts_tables
+
+    summary = directory / "summary.json"
+    table = read_json(summary).get("stilts") if summary.is_file() else None
+    if table and table.get("cells"):
+        stilts_tables.plot_figure4(table, path)
+    return bool(table and table.get("cells"))
 
 
 def plot_few_shot(directory: Path, path: Path) -> bool:
@@ -830,6 +846,8 @@ def render_block(root: Path, page: Path, name: str, part: str) -> str:
     image = f"\n\n{_image(root, page, name)}" if part in ("all", "table") else ""
     if part == "ebsim" and (root / IMG / f"{name}-fewshot.png").is_file():  # EBSIM's Figure 2
         image = f"\n\n{_image(root, page, name, '-fewshot')}"
+    if part == "stilts" and (root / IMG / f"{name}-stilts.png").is_file():  # round trip's Fig. 4
+        image = f"\n\n{_image(root, page, name, '-stilts')}"
     small = (
         caption(results / name, where)  # the table says when, where and how; its parts point back
         if part in ("all", "table")

@@ -9,5 +9,6 @@
 - `sts_scorer`: the semantic-similarity scorer; `translate`: the round trip's
   translators and shard worker (roundtrip, paraphrase_pairs); `llama_batch`: batched
   llama.cpp generation, for translate; `runs`: train_contrastive's runs (methods x
-  seeds), which three stages and the CLI read.
+  seeds), which three stages and the CLI read; `stilts_tables`: the round-trip paper's
+  Table 5 and Figure 4 (summary, `paracl report`).
 """

@@ -52,6 +52,7 @@ from paracl.parts.evaluation.ebsim_tables import (
 from paracl.parts.evaluation.pi_classes import PI_CLASSES, chance, class_scores, paper_mean
 from paracl.parts.evaluation.tasks import EN, JA, PI_XLING, PI_XLING_SETS, job_info
 from paracl.parts.runs import ENCODERS
+from paracl.parts.stilts_tables import measure_titles, stilts_markdown, stilts_sections
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
@@ -67,6 +68,7 @@ class Params(RunWide):
     evaluate: OtherSection  # its tasks (the evaluate stage checks it)
     summary: Summary
     train_contrastive: OtherSection  # its methods and runs (written by `paracl expand`)
+    train_intermediate: OtherSection  # its arms: STILTs' rows (round-trip paper §6)
 
 
 GROUP_ORDER = ("Retrieval", "Similarity", "RTE", "Paraphrase", "GLUE", "Unsupervised")
@@ -215,7 +217,8 @@ NO_FILE = "not run (no metrics file)"
 def measure_title(measure: str | None) -> str:
     """A claim's or column's measure as the tables name it (any measure a summary.json may
     hold: today's, a PI claim's, an older file's); `Avg.` for none."""
-    return {**OLD_MEASURES, **MEASURES, **PI_MEASURES, **EBSIM_MEASURES}.get(measure, "Avg.")
+    titles = {**OLD_MEASURES, **MEASURES, **PI_MEASURES, **EBSIM_MEASURES, **measure_titles()}
+    return titles.get(measure, "Avg.")
 
 
 def measure_of(task: str) -> str:
@@ -571,6 +574,7 @@ def build_summary(
         out["pi_xling"] = pi
         out["claims"] += pi_claims(pi)
     out |= ebsim_sections(results, groups, out["claims"])  # EBSIM's Table 2 and Figure 2
+    out |= stilts_sections(results, groups, out["claims"])  # round trip §6: Table 5, Fig. 4
     bases = row_bases(rows, groups)
     out["claims"] = [on_one_base(c, bases) for c in out["claims"]]
     return out
@@ -850,6 +854,7 @@ def to_markdown(summary: dict, decimals: int = 1, marks: dict[str, str] | None =
                      "(see split_note in metrics/eval/<method>/<task>.json).")  # fmt: skip
     lines += ebsim_markdown(summary, fmt)  # EBSIM's Table 2 and Figure 2, where present
     lines += _breakdowns(summary, fmt) + table4_markdown(summary, fmt)
+    lines += stilts_markdown(summary, fmt)  # the round-trip paper's Table 5 and Figure 4
     lines += pi_xling_markdown(summary, fmt) + _claims(summary, fmt)
     lines += ["", "Base model that ran, per method:", ""]
     lines += [f"- {m}: {', '.join(r['base_models']) or 'unknown'}" for m, r in rows.items()]
@@ -1132,23 +1137,38 @@ def apart_columns(rows: dict, results: dict, groups: dict, apart: tuple[str, ...
     return [{"task": t, **job_info(t)} for t in ordered_tasks(list(apart))]
 
 
-def finetune_only(ev: dict, runs: dict) -> dict[str, set[str]]:
+def finetune_only(ev: dict, runs: dict, stilts: dict | None = None) -> dict[str, set[str]]:
     """{task: the runs fine-tuned on it}: evaluate.finetune_runs, less, for a task of
-    evaluate.finetune_task_methods, the runs of the other methods."""
+    evaluate.finetune_task_methods, the runs of the other methods, and, off
+    train_intermediate.tasks, STILTs' rows (its start run and arms; an arm follows that
+    list alone), as evaluate_finetune decides (its `skipped`)."""
     restricted = ev["finetune_task_methods"]
-    return {t: {r for r in ev["finetune_runs"]
-                if t not in restricted or runs[r]["method"] in restricted[t]}
-            for t in ev["finetune_tasks"]}  # fmt: skip
+    stilts = stilts or {"tasks": None, "start": None, "arms": {}}
+    rows = {stilts["start"], *stilts["arms"]}
+
+    def runs_it(run: str, task: str) -> bool:
+        if stilts["tasks"] is not None and run in rows and task not in stilts["tasks"]:
+            return False
+        return (
+            run in stilts["arms"]
+            or task not in restricted
+            or runs[run]["method"] in restricted[task]
+        )
+
+    return {t: {r for r in ev["finetune_runs"] if runs_it(r, t)} for t in ev["finetune_tasks"]}
 
 
 def main(params: dict) -> None:
     paths = args("eval_dir", "json", "markdown", "scores")
-    runs = params["train_contrastive"]["runs"]  # train_contrastive refuses a stale list
+    trained = params["train_contrastive"]["runs"]  # train_contrastive refuses a stale list
+    # STILTs' arms (train_intermediate) are fine-tuned runs of their own, one row each
+    runs = {**trained, **{arm: {"method": arm} for arm in params["train_intermediate"]["arms"]}}
     ev, cfg = params["evaluate"], params["summary"]
     tasks = ev["tasks"] + ev["finetune_tasks"]
     if not Path(paths.eval_dir).is_dir():  # one missing job is an n/a cell; none is an error
         raise ArtifactError(f"{paths.eval_dir}: not found (did the evaluate stage run?)")
-    only = finetune_only(ev, runs)
+    only = finetune_only(ev, runs, params["train_intermediate"])
+    only |= {t: set(trained) for t in ev["tasks"]}  # an arm has no embedding job
     results = load_results(Path(paths.eval_dir), list(runs), tasks, only)
     apart = tuple(ev["finetune_task_methods"])  # run for some methods: in no average
     summary = build_summary(results, tasks, cfg["avg_over"], run_groups(runs), apart)

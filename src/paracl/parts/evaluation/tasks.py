@@ -303,7 +303,8 @@ TASKS: dict[str, Task] = {
         ),
         Task(
             "qnli", "QNLI", EN, "classification", "accuracy",
-            splits={s: Split(f"glue/QNLI/{f}.tsv", _glue("question", "sentence", "label"))
+            # GLUE's QNLIv2.zip (source qnli) unpacks to qnli/QNLI/
+            splits={s: Split(f"qnli/QNLI/{f}.tsv", _glue("question", "sentence", "label"))
                     for s, f in (("train", "train"), ("test", "dev"))},
             labels=("entailment", "not_entailment"), group="GLUE", hp_source=RT_LARGE, lr=2e-5,
             test_from_dev=True,
@@ -325,6 +326,9 @@ TASKS: dict[str, Task] = {
                     for s, f in (("train", "train"), ("test", "dev_matched"))},
             labels=NLI, group="GLUE", hp_source=RT_LARGE, lr=2e-5, test_from_dev=True,
             source="GLUE MNLI (not in the offline mirror)",
+            # MNLI-mm (round-trip paper Table 5): the same model on the mismatched genres
+            eval_sets={"mismatched": Split("multinli/multinli_1.0/multinli_1.0_dev_mismatched.jsonl",
+                                           readers.read_snli)},
         ),
         # ---- Japanese (Table 3 bottom) ----
         Task(

@@ -33,6 +33,7 @@ class Params(RunWide):
 
     evaluate: Evaluate
     train_contrastive: OtherSection  # its methods and seeds, for finetune_runs
+    train_intermediate: OtherSection  # its arms (STILTs), fine-tuned beside them
 
     @classmethod
     def check(cls, values: dict) -> None:
@@ -41,7 +42,8 @@ class Params(RunWide):
 
 def finetune_runs(values: dict) -> list[str]:
     """evaluate.finetune_runs as `paracl expand` writes it: the runs of the methods in
-    evaluate.finetune_methods (every seed; null: every method), which alone get
+    evaluate.finetune_methods (every seed; null: every method), then every arm of
+    train_intermediate.arms (STILTs' encoders exist to be fine-tuned), which alone get
     evaluate.finetune_tasks.
 
     Why a list in params.yaml: DVC's matrix crosses whole lists; it cannot pick the runs
@@ -56,8 +58,16 @@ def finetune_runs(values: dict) -> list[str]:
             f"'evaluate.finetune_methods': {unknown[0]!r} is not a method of "
             f"train_contrastive.methods (known: {', '.join(tc['methods'])})"
         )
-    _check_task_methods(ev, methods)
-    return [run for run, r in expand_runs(tc).items() if r["method"] in methods]
+    arms = list((values.get("train_intermediate") or {}).get("arms") or {})
+    _check_task_methods(ev, methods + arms)
+    return [run for run, r in expand_runs(tc).items() if r["method"] in methods] + arms
+
+
+def run_method(params: dict, run: str) -> str:
+    """The method of a fine-tuned run: its train_contrastive method, or, for an arm of
+    train_intermediate.arms, the arm itself (one encoder, one row)."""
+    runs = params["train_contrastive"]["runs"]
+    return runs[run]["method"] if run in runs else run
 
 
 def _check_task_methods(ev: dict, methods: list[str]) -> None:
@@ -74,6 +84,30 @@ def _check_task_methods(ev: dict, methods: list[str]) -> None:
                 f"{where}: {unknown[0]!r} is not a fine-tuned method "
                 f"(evaluate.finetune_methods: {', '.join(methods)})"
             )
+
+
+def stilts_skip(section: dict, run: str, task: str) -> str | None:
+    """Why STILTs' row `run` (train_intermediate's start run or an arm) is not fine-tuned
+    on `task`: not one of train_intermediate.tasks; None where it is, or not a STILTs row.
+    An arm follows this list alone (never evaluate.finetune_task_methods)."""
+    tasks = section["tasks"]
+    if tasks is None or task in tasks or run not in (section["start"], *section["arms"]):
+        return None
+    return f"not run for STILTs' rows (train_intermediate.tasks: {', '.join(tasks)})"
+
+
+def skipped(params: dict, run: str, task: str) -> dict | None:
+    """The result of a job that is not run, or None: a STILTs row off
+    train_intermediate.tasks, or a method that evaluate.finetune_task_methods leaves out
+    of `task` (an arm is never: it follows train_intermediate.tasks alone)."""
+    stilts = params["train_intermediate"]
+    why = stilts_skip(stilts, run, task)
+    if why is not None:
+        return {**not_run(task, []), "skipped": why}
+    only = params["evaluate"]["finetune_task_methods"].get(task)
+    if only is not None and run not in stilts["arms"] and run_method(params, run) not in only:
+        return not_run(task, only)
+    return None
 
 
 def not_run(task: str, only: list[str]) -> dict:
@@ -206,13 +240,14 @@ def main(params: dict) -> None:
     check_inputs(
         "evaluate.finetune_tasks", paths.task, paths.encoder, paths.train_metrics, cfg["raw_dir"]
     )
-    method = params["train_contrastive"]["runs"][paths.run]["method"]
-    only = cfg["finetune_task_methods"].get(paths.task)
-    if only is not None and method not in only:  # this task is fine-tuned for other methods
-        skip = not_run(paths.task, only)
+    skip = skipped(params, paths.run, paths.task)
+    if skip is not None:  # recorded at once: the summary reads it as a cell not run
         result = job_result(paths.run, paths.task, paths.encoder, paths.train_metrics, lambda: skip)
     else:
         result = run_finetune_job(
             paths.run, paths.task, paths.encoder, cfg, run, paths.train_metrics
         )
+    intermediate = read_json(paths.train_metrics).get("intermediate")
+    if intermediate:  # a STILTs arm: what it trained on, for Table 5 (paracl.parts.stilts_tables)
+        result["intermediate"] = intermediate
     write_json(result, paths.out)

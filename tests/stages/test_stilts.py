@@ -1,0 +1,350 @@
+"""The round-trip paper's §6 (STILTs): nli_pairs' labelled SICK pairs, train_intermediate's
+arms (a 3-way classifier, saved without its head, which evaluate_finetune fine-tunes), and
+Table 5 / Figure 4 and their claims from fine-tuning jobs' JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import stage_helpers
+import torch
+from safetensors.torch import load_file
+from stage_helpers import REPO, run_main, run_stage
+from test_eval_e2e import make_raw
+
+from paracl.core.errors import InputError, ParamsError
+from paracl.core.io import read_parquet, write_parquet
+from paracl.parts import stilts_tables as st
+from paracl.parts.evaluation.tasks import load_task
+from paracl.schema import load_params, with_runs
+from paracl.stages import nli_pairs, paraphrase_pairs, summary
+from paracl.stages import train_intermediate as ti
+from paracl.stages.evaluate_finetune import finetune_runs
+from paracl.stages.evaluate_finetune.finetune.tuning import (
+    FinetuneConfig,
+    finetune_once,
+    finetune_task,
+)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+CPU = torch.device("cpu")
+PAIRS = Path("data/nli/pairs.parquet")
+
+
+def _raw(root: Path) -> Path:
+    """make_raw's data/raw, SICK replaced: 9 TRAIN pairs (3 a label), one of whose
+    sentences is STS-B test's first sentence lower-cased with a final " ." (as STS-B holds
+    SICK's), and TRIAL / TEST pairs for SICK-E's dev and test."""
+    raw = make_raw(root / "data" / "raw")
+    first = (raw / "stsbenchmark" / "sts-test.csv").read_text().split("\n")[0].split("\t")[5]
+    labels = ("ENTAILMENT", "NEUTRAL", "CONTRADICTION")
+    rows = [(i, f"a man plays number {i}", f"someone does thing {i}", labels[i % 3], "TRAIN")
+            for i in range(1, 10)]  # fmt: skip
+    rows[0] = (1, f"{first.lower().rstrip('.')} .", "a person", "ENTAILMENT", "TRAIN")
+    rows += [(10 + i, f"a dog runs {i}", f"an animal {i}", labels[i % 3], split)
+             for i in range(9) for split in ("TRIAL", "TEST")]  # fmt: skip
+    stage_helpers.write_sick(raw / "sick" / "SICK.txt", rows)
+    return raw
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    _raw(tmp_path)
+    return tmp_path
+
+
+def _params(**sections) -> dict:
+    params = load_params(REPO / "params.yaml")
+    for name, values in sections.items():
+        params[name] = {**params[name], **values}
+    return with_runs(params)
+
+
+# --- nli_pairs ---------------------------------------------------------------------------
+
+
+def test_nli_pairs_keep_every_label_and_drop_pairs_leaking_into_sts_b(project):
+    run_stage("nli_pairs", _params())
+    pairs = read_parquet(PAIRS, nli_pairs.PAIRS)
+    assert pairs["pair_id"].tolist() == list(range(2, 10))  # pair 1 shares STS-B's sentence
+    assert set(pairs["label"]) == set(nli_pairs.LABELS)
+    metrics = json.loads(Path("metrics/nli_pairs.json").read_text())
+    assert metrics["n_leaking"] == {"STSBenchmark": 1} and metrics["n_kept"] == 8
+
+
+def test_nli_pairs_sample_is_stratified_seeded_and_the_same_bytes(project):
+    params = _params(nli_pairs={"max_pairs": 6})
+    run_stage("nli_pairs", params)
+    first = PAIRS.read_bytes()
+    assert read_parquet(PAIRS)["label"].value_counts().to_dict() == {
+        "entailment": 2, "neutral": 2, "contradiction": 2}  # fmt: skip
+    run_stage("nli_pairs", params)
+    assert PAIRS.read_bytes() == first
+
+
+@pytest.mark.parametrize(
+    ("cfg", "message"),
+    [({"splits": []}, "'nli_pairs.splits' lists no split"),
+     ({"exclude_sts": ["STSBenchmark", "STSBenchmark"]}, "'nli_pairs.exclude_sts' lists")],
+)  # fmt: skip
+def test_nli_pairs_bad_params_are_one_line_errors(project, cfg, message):
+    with pytest.raises(ParamsError, match=message) as err:
+        nli_pairs.build({**load_params(REPO / "params.yaml")["nli_pairs"], **cfg}, "data/raw",
+                        PAIRS, 0)  # fmt: skip
+    assert "\n" not in str(err.value)
+
+
+# --- train_intermediate ------------------------------------------------------------------
+
+FAST = {"epochs": 2, "lr": 1e-3, "batch_size": 4, "max_seq_length": 32, "mini_batch_size": None}
+
+
+def _arm(project: Path, start: Path, arm: str, entry: dict, out: str = "models/encoders") -> dict:
+    """Stage train_intermediate@arm from `start` (a plain transformers folder), its metrics."""
+    params = _params(train_intermediate={**FAST, "arms": {arm: entry}})
+    params["precision"] = "fp32"
+    Path("metrics/train").mkdir(parents=True, exist_ok=True)
+    Path("metrics/train/none.json").write_text(json.dumps({"model": {"id": "tiny"}}))
+    metrics = f"metrics/train/{arm}-{Path(out).name}.json"
+    run_main("train_intermediate", params, arm, str(start), "metrics/train/none.json",
+             f"{out}/{arm}", metrics)  # fmt: skip
+    return json.loads(Path(metrics).read_text())
+
+
+def _bare(key: str) -> str:
+    """A weight's name inside the transformer (a LM head model's prefix dropped)."""
+    return key.split(".", 1)[1] if key.startswith(("bert.", "model.")) else key
+
+
+@pytest.mark.parametrize("model", ["tiny_bert", "tiny_llama"])
+def test_an_arm_trains_and_saves_an_encoder_evaluate_finetune_fine_tunes(project, model, request):
+    start = request.getfixturevalue(model)
+    run_stage("nli_pairs", _params())
+    metrics = _arm(project, start, "stilts", {"input": str(PAIRS), "with_original": False})
+    assert metrics["loss"] == ti.LOSS and metrics["model"] == {"id": "tiny"}
+    assert metrics["intermediate"]["augmented_by"] is None and metrics["steps"] == 2 * 2
+    assert 0 <= metrics["dev_accuracy"] <= 100 and len(metrics["train_loss"]) == 2
+    saved = load_file(Path("models/encoders/stilts/model.safetensors"))
+    base = {_bare(k): v for k, v in load_file(Path(start) / "model.safetensors").items()}
+    assert not any("classifier" in k or k.startswith("score") for k in saved)  # no head
+    emb = next(k for k in saved if k.endswith(("word_embeddings.weight", "embed_tokens.weight")))
+    assert saved[emb].shape == base[emb].shape  # the head's pad token dropped again
+    assert any(not torch.equal(v, base[k]) for k, v in saved.items() if k in base)  # trained
+    data = load_task("sicke", "data/raw", 0)
+    cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=4, max_seq_length=32, patience=1,
+                         precision="fp32", train_layers=None, length_grouping=False,
+                         mini_batch_size=None, finetune_head="last_token")  # fmt: skip
+    out = finetune_once("models/encoders/stilts", data, cfg, 1, CPU)
+    assert out["epochs_run"] == 1 and out["head"] in ("[CLS] (transformers)", "closing <eos>")
+
+
+def test_table5_reads_the_median_dev_seed_as_evaluate_finetune_picks_it(tiny_bert, project):
+    """The direct row and every arm are scored alike: Table 5's cell is the job's own
+    median-dev seed (test_at_median_dev), for a real 3-seed fine-tuning job."""
+    cfg = FinetuneConfig(epochs=1, lr=1e-3, batch_size=4, max_seq_length=32, patience=1,
+                         precision="fp32", train_layers=None, length_grouping=False,
+                         mini_batch_size=None, finetune_head="last_token")  # fmt: skip
+    job = finetune_task(tiny_bert, load_task("sicke", "data/raw", 0), cfg, [1, 2, 3], CPU)
+    job |= {"score": job["test"]["mean"], "dev_score": job["dev"]["mean"]}
+    cell = st.cell_score([job], job["metric"])
+    assert cell["median_dev"] == pytest.approx(job["test_at_median_dev"])
+    assert cell["n"] == 3 and cell["values"] == [r["test"][job["metric"]] for r in job["runs"]]
+
+
+def test_an_arm_is_deterministic(project, tiny_bert):
+    run_stage("nli_pairs", _params())
+    entry = {"input": str(PAIRS), "with_original": False}
+    first = _arm(project, tiny_bert, "stilts", entry, "models/a")
+    again = _arm(project, tiny_bert, "stilts", entry, "models/b")
+    assert first == again
+    assert Path("metrics/train/stilts-a.json").read_bytes() == Path(
+        "metrics/train/stilts-b.json").read_bytes()  # fmt: skip
+    a, b = (load_file(Path(f"models/{d}/stilts/model.safetensors")) for d in "ab")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def _paraphrased(path: Path) -> pd.DataFrame:
+    """A paraphrase_pairs output of the pairs (its own `substitute`), each sentence upper-cased."""
+    pairs = read_parquet(PAIRS)
+    texts = paraphrase_pairs.unique_sentences(pairs, ["sentence1", "sentence2"])
+    out = paraphrase_pairs.substitute(pairs, ["sentence1", "sentence2"],
+                                      {t: t.upper() for t in texts}, "<SIM95><BLEU0_5>")  # fmt: skip
+    schema = paraphrase_pairs.output_schema(PAIRS, ["sentence1", "sentence2"], "test")
+    write_parquet(out, path, schema)
+    return pairs
+
+
+def test_an_augmented_arm_trains_on_the_pairs_and_their_paraphrases_labels_kept(project):
+    run_stage("nli_pairs", _params())
+    pairs = _paraphrased(Path("data/paraphrased/p.parquet"))
+    got, info = ti.arm_pairs("x", {"input": "data/paraphrased/p.parquet", "with_original": True})
+    assert len(got) == 2 * len(pairs) == info["n_pairs"]
+    assert (
+        got.iloc[: len(pairs)].values.tolist()
+        == pairs[["sentence1", "sentence2", "label"]].values.tolist()
+    )
+    para = got.iloc[len(pairs) :].reset_index(drop=True)
+    assert para["sentence1"].tolist() == pairs["sentence1"].str.upper().tolist()
+    assert para["label"].tolist() == pairs["label"].tolist()
+    assert info["augmented_by"] == "<SIM95><BLEU0_5>"
+    with pytest.raises(ParamsError, match="'train_intermediate.arms.y.with_original'"):
+        ti.arm_pairs("y", {"input": str(PAIRS), "with_original": True})
+
+
+BAD_ARMS = [
+    ({"start": "nobody"}, "'train_intermediate.start': 'nobody' is not a run"),
+    ({"arms": {"none": {"input": "x.parquet"}}}, "'train_intermediate.arms.none': a run"),
+    ({"tasks": ["cola"]}, "'train_intermediate.tasks': 'cola' is not a task of"),
+]
+
+
+@pytest.mark.parametrize(("section", "message"), BAD_ARMS)
+def test_bad_arms_are_one_line_errors(section, message):
+    params = load_params(REPO / "params.yaml")
+    cfg = {**params["train_intermediate"], **section}
+    with pytest.raises(ParamsError, match=message) as err:
+        ti.check_arms(cfg, params["train_contrastive"]["runs"], ["stsb"])
+    assert "\n" not in str(err.value)
+
+
+def test_a_missing_input_column_names_the_arm(project):
+    pd.DataFrame({"a": ["x"]}).to_parquet("bad.parquet")
+    with pytest.raises(InputError, match=r"no column 'sentence1' \(train_intermediate.arms.z"):
+        ti.arm_pairs("z", {"input": "bad.parquet", "with_original": False})
+
+
+def test_every_arm_is_a_fine_tuned_run():
+    params = load_params(REPO / "params.yaml")
+    params["train_intermediate"]["arms"] = {"stilts": {"input": "x", "with_original": False}}
+    params["evaluate"] = {**params["evaluate"], "finetune_methods": ["none"]}
+    assert finetune_runs(params) == ["none", "stilts"]
+
+
+# --- Table 5, Figure 4 and the claims ----------------------------------------------------
+
+
+def _job(metric: str, seeds: list[tuple[float, float]], by=None, arm=None) -> dict:
+    """A fine-tuning job's JSON: (dev, test) per fine-tuning seed; the median-dev seed's test."""
+    runs = [{"seed": i, "dev": d, "test": {metric: t}} for i, (d, t) in enumerate(seeds)]
+    median = sorted(runs, key=lambda r: (r["dev"], r["seed"]))[(len(runs) - 1) // 2]
+    job = {
+        "kind": "finetune",
+        "metric": metric,
+        "runs": runs,
+        "score": sum(t for _, t in seeds) / 3,
+        "dev_score": sum(d for d, _ in seeds) / 3,
+        "test_at_median_dev": median["test"][metric],
+    }
+    if arm:
+        job["intermediate"] = {"arm": arm, "start_run": "none", "augmented_by": by}
+    return job
+
+
+# run -> (augmented_by, {task: [(dev, test) per seed]})
+JOBS = {
+    "none": (None, {"cola": [(50, 40), (60, 45), (55, 70)], "rte": [(50, 50), (51, 51), (52, 52)]}),
+    "stilts": (None, {"cola": [(40, 30), (41, 31), (42, 32)], "rte": [(60, 60), (61, 61), (62, 62)]}),
+    "stilts_rt": ("roundtrip_greedy",
+                  {"cola": [(40, 33), (41, 34), (42, 35)], "rte": [(60, 58), (61, 59), (62, 60)]}),
+    "stilts_a": ("<SIM95><BLEU0_5>",
+                 {"cola": [(45, 20), (46, 21), (47, 22)], "rte": [(70, 63), (71, 64), (72, 65)]}),
+    "stilts_b": ("<SIM70><BLEU20>",
+                 {"cola": [(30, 36), (31, 37), (32, 38)], "rte": [(65, 70), (66, 71), (67, 72)]}),
+}  # fmt: skip
+METRIC = {"cola": "mcc", "rte": "accuracy"}
+
+
+def _results() -> tuple[dict, dict]:
+    results = {run: {t: _job(METRIC[t], s, by, None if run == "none" else run)
+                     for t, s in tasks.items()} for run, (by, tasks) in JOBS.items()}  # fmt: skip
+    return results, {run: [run] for run in JOBS}
+
+
+def test_table5_cells_are_the_median_dev_seeds_test_for_every_row():
+    table = st.stilts_tables(*_results())
+    assert table["roles"] == {"finetune": "none", "stilts": "stilts", "roundtrip": "stilts_rt"}
+    assert table["tasks"] == ["cola", "rte"]
+    assert table["rows"]["finetune"]["cola"]["median_dev"] == 70  # not the mean (51.7)
+    assert table["rows"]["stilts"]["rte"]["median_dev"] == 61
+    assert table["cells"]["SIM95_BLEU0_5"]["rte"]["median_dev"] == 64
+    assert table["best"] == {"cola": "SIM70_BLEU20", "rte": "SIM70_BLEU20"}  # on test
+    assert table["best_by_dev"] == {"cola": "SIM95_BLEU0_5", "rte": "SIM95_BLEU0_5"}
+    assert table["figure4"]["rte"] == {"SIM95_BLEU0_5": 3.0, "SIM70_BLEU20": 10.0}
+    assert table["sims"] == ["SIM95", "SIM70"] and table["bleus"] == ["BLEU0_5", "BLEU20"]
+
+
+def test_the_claims_use_the_dev_chosen_cell_and_welch_over_seeds():
+    table = st.stilts_tables(*_results())
+    claims = {c["claim"]: c for c in st.stilts_claims(table)}
+    above = claims["Round trip §6: + paraphraser above STILTs on RTE"]
+    assert (above["method"], above["other"], above["measure"]) == (
+        "stilts_a",
+        "stilts",
+        "stilts_rte",
+    )
+    assert above["diff"] == pytest.approx(3.0) and above["holds"] and above["p"] < 0.05
+    cola = claims["Round trip §6: fine-tuning above STILTs on CoLA (no method helps CoLA)"]
+    assert cola["method"] == "none" and cola["diff"] > 0
+    assert "Round trip §6: + paraphraser above + round trip on CoLA" in claims
+    assert not any("STILTs on CoLA" in c and "paraphraser above" in c for c in claims)
+
+
+def test_the_summary_renders_table5_and_figure4_and_report_finds_them(tmp_path):
+    from paracl import report
+
+    results, groups = _results()
+    out = summary.build_summary(results, ["cola", "rte"], "finetune", groups)
+    assert out["stilts"]["roles"]["stilts"] == "stilts"
+    text = summary.to_markdown(json.loads(json.dumps(out)))  # as summary.json reads back
+    assert "Table 5 (round-trip paper's layout)" in text and "Figure 4 (round-trip" in text
+    assert "| best tag (test)" in text and "&lt;SIM70>&lt;BLEU20>" in text  # escaped as HTML
+    part = report.split_parts(text)["stilts"]
+    assert part.startswith("Table 5") and "Figure 4" in part
+    st.plot_figure4(out["stilts"], tmp_path / "f4.png")
+    assert (tmp_path / "f4.png").stat().st_size > 0
+
+
+def test_sts_b_is_scored_on_pearson_as_the_paper():
+    assert st.metric("stsb") == "pearson" and st.metric("rte") == "accuracy"
+    job = _job("spearman", [(50, 40), (60, 45), (55, 70)])
+    for run, pearson in zip(job["runs"], (1.0, 2.0, 3.0), strict=True):
+        run["test"]["pearson"] = pearson
+    assert st.cell_score([job], "pearson")["median_dev"] == 3.0  # seed 2: dev 55, the median
+
+
+# --- dvc.yaml ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stage", ["nli_pairs", "train_intermediate@stilts"])
+def test_dvc_stage_deps_and_params_cover_what_it_runs_and_reads(stage):
+    """Every module the stage imports is under a dep (a code change reruns it) and every
+    top-level key it reads is a param; an arm exists only once the params name one."""
+    import yaml
+    from stage_helpers import dep_paths, expand_stages
+    from test_stage_deps import (
+        EXECUTION_ONLY,
+        NO_STAGE_CODE,
+        _within,
+        import_closure,
+        listed_params,
+        top_level_reads,
+    )
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["train_intermediate"]["arms"] = {"stilts": {"input": "data/nli/pairs.parquet"}}
+    got = expand_stages(yaml.safe_load((REPO / "dvc.yaml").read_text()), params)[stage]
+    script = REPO / got["cmd"].split()[1]
+    closure = import_closure(script)
+    files = {str(p.relative_to(REPO)) for p in closure} - NO_STAGE_CODE
+    deps = dep_paths(got["deps"])
+    assert not [f for f in files if not any(_within(f, d) for d in deps)]
+    assert [d for d in deps if d.startswith("src/") and not any(_within(f, d) for f in files)] == []
+    read = set().union(*(top_level_reads(f) for f in {script, *closure}))
+    assert read - listed_params(got) <= EXECUTION_ONLY
+    if stage != "nli_pairs":
+        assert {"data/nli/pairs.parquet", "models/encoders/none"} <= set(deps)
+        assert dep_paths(got["outs"]) == ["models/encoders/stilts", "metrics/train/stilts.json"]
