@@ -27,6 +27,7 @@ PAPER_PRESETS = [p for p in PRESET_FILES if p.stem.startswith("paper-")]
 # and fail when a preset names a model missing from this table.
 ARCHITECTURES: dict[str, str] = {
     "bert-base-uncased": "bert",
+    "bert-large-uncased": "bert",  # the round-trip paper's STILTs rows (paper-en, §6)
     "sentence-transformers/all-MiniLM-L6-v2": "bert",
     "rinna/japanese-roberta-base": "roberta",
     "gpt2": "gpt2",

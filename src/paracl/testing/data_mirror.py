@@ -276,6 +276,15 @@ def _qqp(text: Text, n: int) -> bytes:
                  "QQP/test.tsv": _lines(test)})  # fmt: skip
 
 
+def _qnli(text: Text, n: int) -> bytes:
+    head = ["index", "question", "sentence", "label"]
+    labels = ("entailment", "not_entailment")
+    rows = [[i, *text.pair("en", i), labels[i % 2]] for i in range(n)]
+    test = [head[:3], *(r[:3] for r in rows)]
+    return _zip({"QNLI/train.tsv": _lines([head, *rows]), "QNLI/dev.tsv": _lines([head, *rows]),
+                 "QNLI/test.tsv": _lines(test)})  # fmt: skip
+
+
 LOCALES = (("us", "en"), ("jp", "ja"), ("es", "en"))
 
 
@@ -386,6 +395,7 @@ SYNTHESIZERS: dict[str, Callable[[Text, int], bytes]] = {
     "jglue/jnli-v1.3/train-v1.3.json": _jnli_train,
     "jsnli/jsnli_1.1.zip": _jsnli,
     "qqp/QQP-clean.zip": _qqp,
+    "qnli/QNLIv2.zip": _qnli,
     "wiki40b/en/*.parquet": _wiki40b("en"),
     "wiki40b/ja/*.parquet": _wiki40b("ja"),
     "ppdb2/ppdb-2.0-*.gz": _gz(_ppdb2),

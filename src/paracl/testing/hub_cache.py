@@ -248,6 +248,7 @@ def _rmtree(path: Path) -> None:
 # hub id -> builder of a tiny random model of its architecture
 BUILDERS: dict[str, Callable[[Path, int], None]] = {
     "bert-base-uncased": _bert,
+    "bert-large-uncased": _bert,  # the round-trip paper's STILTs base (paper-en, §6)
     "sentence-transformers/all-MiniLM-L6-v2": _minilm,
     "sentence-transformers/LaBSE": _labse,
     "rinna/japanese-roberta-base": _roberta_rinna,
