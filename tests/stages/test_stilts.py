@@ -348,3 +348,22 @@ def test_dvc_stage_deps_and_params_cover_what_it_runs_and_reads(stage):
     if stage != "nli_pairs":
         assert {"data/nli/pairs.parquet", "models/encoders/none"} <= set(deps)
         assert dep_paths(got["outs"]) == ["models/encoders/stilts", "metrics/train/stilts.json"]
+
+
+def test_the_stilts_rows_follow_train_intermediate_tasks_in_the_stage_and_the_summary():
+    """An arm runs every task of train_intermediate.tasks (never finetune_task_methods' list)
+    and the start run only those; the summary reads the same cells as not run."""
+    from paracl.stages.evaluate_finetune import skipped
+
+    params = load_params(REPO / "params.yaml")
+    params["train_intermediate"] |= {"tasks": ["cola"], "arms": {"stilts": {"input": "x"}}}
+    params["evaluate"] |= {"finetune_tasks": ["cola", "stsb"], "finetune_methods": ["none"],
+                           "finetune_task_methods": {"cola": ["none"]}}  # fmt: skip
+    params["evaluate"]["finetune_runs"] = finetune_runs(params)
+    assert skipped(params, "stilts", "cola") is None  # an arm: finetune_task_methods not read
+    assert "train_intermediate.tasks: cola" in skipped(params, "stilts", "stsb")["skipped"]
+    assert "train_intermediate.tasks" in skipped(params, "none", "stsb")["skipped"]  # start
+    assert skipped(params, "none", "cola") is None
+    runs = {**params["train_contrastive"]["runs"], "stilts": {"method": "stilts"}}
+    only = summary.finetune_only(params["evaluate"], runs, params["train_intermediate"])
+    assert only == {"cola": {"none", "stilts"}, "stsb": set()}
