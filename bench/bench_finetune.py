@@ -6,7 +6,7 @@ model on the task's seeded train sample (params.yaml's evaluate.max_train pairs 
 `--max-train`) for `--steps` batches (default: one epoch), as the `evaluate_finetune` stage
 does: every layer, transformers' head ([CLS], or a causal LM's closing <eos>), AdamW with
 linear warm-up and decay, clipping at 1.0. Runners (`--runners`):
-- `paracl`: the stage's own step (paracl.stages.evaluate_finetune.finetune.tuning: `TrainTokens`, `Fit.step`),
+- `paracl`: the stage's own step (paracl.parts.finetune.tuning: `TrainTokens`, `Fit.step`),
   the train split tokenized once before the epoch, losses read back once at its end;
 - `trainer`: transformers' `Trainer` on the same model, pairs (paracl's encoding of a pair)
   and batch size, with its own sampler and `DataCollatorWithPadding`: what a user would
@@ -116,8 +116,8 @@ def config(args, precision: str):
     """params.yaml's evaluate keys, with the bench's epoch, lr, batch and precision, the
     whole batch in one forward (as the other loops)."""
     from paracl.core.configs import from_section
+    from paracl.parts.finetune.tuning import FinetuneConfig
     from paracl.schema import load_params
-    from paracl.stages.evaluate_finetune.finetune.tuning import FinetuneConfig
 
     own = {"epochs": 1, "lr": LR, "batch_size": args.batch_size, "precision": precision}
     section = {**load_params()["evaluate"], **own, "mini_batch_size": None}
@@ -135,7 +135,7 @@ def batches(args, n: int) -> list[list[int]]:
 def run_paracl(args, data, model, tokenizer, precision: str) -> dict:
     """The stage's step: the train split tokenized once, then `Fit.step` per batch."""
     from paracl.core.device import seed_everything
-    from paracl.stages.evaluate_finetune.finetune.tuning import TrainTokens, make_fit, task_targets
+    from paracl.parts.finetune.tuning import TrainTokens, make_fit, task_targets
 
     cpu, cfg, todo = torch.device("cpu"), config(args, precision), batches(args, len(data.train))
     t0 = time.perf_counter()
@@ -157,7 +157,7 @@ def run_bare(args, data, model, tokenizer, precision: str) -> dict:
     """The floor: paracl's batches tokenized and padded by the tokenizer before the clock,
     then forward, backward, clip at 1.0, paracl's AdamW and schedule (`make_fit`)."""
     from paracl.core.device import autocast, seed_everything
-    from paracl.stages.evaluate_finetune.finetune.tuning import encode_rows, make_fit, task_targets
+    from paracl.parts.finetune.tuning import encode_rows, make_fit, task_targets
 
     cpu, cfg, todo = torch.device("cpu"), config(args, precision), batches(args, len(data.train))
     y = task_targets(data.train, data, "train")
@@ -189,7 +189,7 @@ def run_trainer(args, data, model, tokenizer, precision: str) -> dict:
     from transformers import DataCollatorWithPadding, Trainer, TrainerCallback, TrainingArguments
 
     from paracl.core.device import autocast_dtype
-    from paracl.stages.evaluate_finetune.finetune.tuning import TrainTokens, task_targets
+    from paracl.parts.finetune.tuning import TrainTokens, task_targets
 
     tokens = TrainTokens(tokenizer, data.train, task_targets(data.train, data, "train"), 128)
     columns = {key: [row[k].tolist() for row in tokens.rows] for k, key in enumerate(tokens.keys)}
@@ -222,7 +222,7 @@ def child(args) -> None:
     from transformers import AutoTokenizer
 
     from paracl.core.models import resolve_model
-    from paracl.stages.evaluate_finetune.finetune.tuning import task_model, trainable
+    from paracl.parts.finetune.tuning import task_model, trainable
 
     path = args.model_dir or resolve_model(args.model).path
     data = task_data(args)

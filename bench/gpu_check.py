@@ -16,7 +16,7 @@ cuBLAS heuristics, the allocator's pools: reported apart as `warmup_s`), then `-
 timed ones: seconds a step, tokens a second, peak memory, and the share of the device's
 dense bf16 peak that the step's arithmetic reaches (6 x weights x tokens plus attention;
 PEAK_BF16_TFLOPS holds the peaks by device name). Then one evaluation fine-tuning step
-(BERT-base shape, paracl.stages.evaluate_finetune.finetune.tuning's `Fit.step`) and one batched generation
+(BERT-base shape, paracl.parts.finetune.tuning's `Fit.step`) and one batched generation
 (SmolLM2 shape, the paraphraser's beam search), each after a warm-up.
 
 `--quick` runs part 2 and the rest on CPU with tiny shapes in seconds (the test suite
@@ -68,7 +68,7 @@ def train_config(batch: int, precision: str) -> TrainConfig:
 def finetune_config(**own):
     """params.yaml's evaluate keys (max_seq_length 128 ...), with this check's one epoch, the
     whole batch in one forward, and its own lr, batch and precision."""
-    from paracl.stages.evaluate_finetune.finetune.tuning import FinetuneConfig
+    from paracl.parts.finetune.tuning import FinetuneConfig
 
     whole = {"epochs": 1, "mini_batch_size": None}
     return from_section(FinetuneConfig, {**PARAMS["evaluate"], **whole, **own})
@@ -102,7 +102,7 @@ def contrastive(model_dir: Path, precision: str, batch: int, steps: int, words: 
 def finetune(model_dir: Path, precision: str) -> dict:
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.stages.evaluate_finetune.finetune.tuning import TrainTokens, make_fit
+    from paracl.parts.finetune.tuning import TrainTokens, make_fit
 
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2).to(DEVICE)
@@ -277,12 +277,12 @@ def part2(dirs: dict[str, Path], batches, precisions, steps: int, warmup: int, p
 
 
 def finetune_timing(path: Path, precision: str, batch: int, steps: int) -> dict:
-    """Evaluation fine-tuning steps (paracl.stages.evaluate_finetune.finetune.tuning's `Fit.step`: pairs
+    """Evaluation fine-tuning steps (paracl.parts.finetune.tuning's `Fit.step`: pairs
     classified, clipped AdamW step) after one warm-up step: seconds a step and pairs a
     second."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.stages.evaluate_finetune.finetune.tuning import TrainTokens, make_fit
+    from paracl.parts.finetune.tuning import TrainTokens, make_fit
 
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=2).to(DEVICE)

@@ -45,7 +45,7 @@ PART_CONFIGS: dict[str, tuple[str, dict[str, Any]]] = {
         ("adapt_filler.causal_lm", {"max_length": "adapt_filler.max_length", **RUN}),
     "paracl.stages.train_contrastive.training.trainer.TrainConfig":
         ("train_contrastive", {**RUN, "mega_batch": 1}),  # 1: no loss that mines
-    "paracl.stages.evaluate_finetune.finetune.tuning.FinetuneConfig": ("evaluate", {"precision": "precision"}),
+    "paracl.parts.finetune.tuning.FinetuneConfig": ("evaluate", {"precision": "precision"}),
     "paracl.parts.corpus.pipeline.CorpusConfig": ("prepare_corpus", {
         "source": "prepare_corpus.input.en.source", "format": "prepare_corpus.input.en.format",
         "lang": "lang", "seed": "seed"}),

@@ -17,7 +17,7 @@ from transformers import AutoTokenizer
 
 from paracl.core.device import cpu_model
 from paracl.parts.evaluation.tasks import load_task
-from paracl.stages.evaluate_finetune.finetune.tuning import task_model, trainable
+from paracl.parts.finetune.tuning import task_model, trainable
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -19,10 +19,10 @@ from paracl.parts.encoder.build import build_encoder, save_encoder
 from paracl.parts.encoder.embed import EmbeddingCache, load_encoder
 from paracl.parts.evaluation.tasks import load_task
 from paracl.parts.evaluation.unsup_sts import evaluate_unsup_sts, sts_sets
+from paracl.parts.finetune.tuning import FinetuneConfig, finetune_task
 from paracl.schema import load_params
 from paracl.stages.evaluate import run_job
 from paracl.stages.evaluate_finetune import finetune_seeds, run_finetune_job
-from paracl.stages.evaluate_finetune.finetune.tuning import FinetuneConfig, finetune_task
 from paracl.stages.summary import build_summary, load_results, to_markdown
 
 REPO = Path(__file__).resolve().parents[2]
@@ -165,7 +165,7 @@ def test_a_causal_lm_reads_a_pair_as_gpt_did(tiny_llama, tmp_path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from paracl.parts.encoder.embed import transformer_dir
-    from paracl.stages.evaluate_finetune.finetune.tuning import causal_pad, causal_pairs
+    from paracl.parts.finetune.tuning import causal_pad, causal_pairs
 
     encoder = tmp_path / "encoder"
     save_encoder(build_encoder(tiny_llama, "mean", None), encoder)
@@ -208,7 +208,7 @@ def test_a_causal_lms_pooled_head_reads_its_sentence_embedding_of_the_pair(tiny_
     from paracl.core.errors import InputError
     from paracl.parts.encoder.embed import transformer_dir
     from paracl.parts.evaluation.tasks import get_task
-    from paracl.stages.evaluate_finetune.finetune.tuning import causal_pairs, task_model
+    from paracl.parts.finetune.tuning import causal_pairs, task_model
 
     encoder = tmp_path / "encoder"
     save_encoder(build_encoder(tiny_llama, "mean", None), encoder)
@@ -246,7 +246,7 @@ def test_finetune_mini_batches_give_the_whole_batchs_gradient(task, tiny_llama, 
 
     from paracl.core.device import grad_scaler
     from paracl.parts.encoder.embed import transformer_dir
-    from paracl.stages.evaluate_finetune.finetune.tuning import (
+    from paracl.parts.finetune.tuning import (
         TrainTokens,
         causal_pad,
         chunks,
@@ -295,7 +295,7 @@ def test_finetune_top_layers_trains_them_and_the_head_only(tiny_llama, raw, tmp_
     from transformers import AutoModelForSequenceClassification
 
     from paracl.parts.encoder.embed import transformer_dir
-    from paracl.stages.evaluate_finetune.finetune.tuning import trainable
+    from paracl.parts.finetune.tuning import trainable
 
     encoder = tmp_path / "encoder"
     save_encoder(build_encoder(tiny_llama, "mean", None), encoder)
@@ -325,7 +325,7 @@ def test_finetune_batches_random_as_before_or_grouped_by_length(tiny_bert, raw):
 
     from paracl.core.batching import batch_order
     from paracl.parts.encoder.embed import transformer_dir
-    from paracl.stages.evaluate_finetune.finetune.tuning import token_counts
+    from paracl.parts.finetune.tuning import token_counts
 
     gen, old = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
     plain = batch_order(50, 8, gen)
@@ -438,6 +438,7 @@ def test_a_row_trained_on_sick_is_scored_only_on_the_sets_its_data_was_checked_a
     (their average), says why SICK-R has no number, and refuses to score SICK-R."""
     from paracl.core.errors import ParamsError as Refused
     from paracl.core.io import read_parquet, write_json
+    from paracl.parts.nli import sts_sentences
     from paracl.stages import nli_triplets
     from paracl.stages.train_contrastive.training.data import training_record
 
@@ -458,7 +459,7 @@ def test_a_row_trained_on_sick_is_scored_only_on_the_sets_its_data_was_checked_a
     assert res["excluded_sets"]["SICKRelatedness"].startswith("trained on SICK")
     # never a pair whose sentence a scored set holds (compared as nli_triplets compares them)
     sets = sts_sets("en", raw)
-    scored = nli_triplets.sts_sentences({n: sets[n] for n in res["sets"]}, "folded")
+    scored = sts_sentences({n: sets[n] for n in res["sets"]}, "folded")
     kept = read_parquet(tmp_path / "triplets.parquet")
     assert len(kept) and not any(nli_triplets.drop_leaks(kept, scored, "folded")[1].values())
     # the base (no training data) is scored on the same six, for every row alike

@@ -1,4 +1,4 @@
-"""Evaluation fine-tuning's lean step (paracl.stages.evaluate_finetune.finetune.tuning): the train split is
+"""Evaluation fine-tuning's lean step (paracl.parts.finetune.tuning): the train split is
 tokenized once (`TrainTokens`), the step reads nothing back to the host, and a seeded run
 gives the numbers it gave before the step was made lean."""
 
@@ -14,8 +14,8 @@ from transformers import AutoTokenizer
 from paracl.parts.encoder.build import build_encoder, save_encoder
 from paracl.parts.encoder.embed import transformer_dir
 from paracl.parts.evaluation.tasks import load_task
-from paracl.stages.evaluate_finetune.finetune import tuning
-from paracl.stages.evaluate_finetune.finetune.tuning import (
+from paracl.parts.finetune import tuning
+from paracl.parts.finetune.tuning import (
     FinetuneConfig,
     TrainTokens,
     encode_rows,

@@ -314,7 +314,7 @@ def test_ebsim_step_scales_its_loss(encoder):
 def test_finetune_step_scales_its_loss(tiny_bert):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from paracl.stages.evaluate_finetune.finetune.tuning import (
+    from paracl.parts.finetune.tuning import (
         FinetuneConfig,
         TrainTokens,
         train_step,

@@ -463,14 +463,14 @@ def test_the_fine_tuned_column_is_a_second_evaluate_stage_over_those_runs(params
     # from the section (core.configs.from_section; precision is the run's, not evaluate's)
     from dataclasses import fields
 
-    from paracl.stages.evaluate_finetune.finetune.tuning import FinetuneConfig
+    from paracl.parts.finetune.tuning import FinetuneConfig
 
-    source = (REPO / "src/paracl/stages/evaluate_finetune/__init__.py").read_text()
+    source = (REPO / "src/paracl/stages/evaluate_finetune.py").read_text()
     read = set(re.findall(r'cfg(?:\["|\.get\(")(\w+)"', source))
     read |= {f.name for f in fields(FinetuneConfig)} - {"precision"}
     assert "mini_batch_size" in read and {f"evaluate.{k}" for k in read} <= set(job["params"])
-    code = "src/paracl/stages/evaluate_finetune"  # its module and its finetune sub-package
-    assert code in job["deps"] and code not in plain["deps"]
+    for code in ("src/paracl/stages/evaluate_finetune.py", "src/paracl/parts/finetune"):
+        assert code in job["deps"] and code not in plain["deps"]
     assert {"evaluate.finetune_tasks", "evaluate.finetune_runs"} <= set(
         pipeline["stages"]["summary"]["params"]
     )

@@ -24,6 +24,7 @@ from test_stage_deps import (
 
 from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_metadata, read_parquet
+from paracl.parts.nli import normalise
 from paracl.schema import load_params
 from paracl.stages import nli_triplets as stage
 
@@ -123,8 +124,8 @@ def test_stripped_matching_misses_what_only_case_and_punctuation_hide(project):
     # "  A cat rests " matches stripped too
     assert _kept() == [1, 6]
     assert json.loads(METRICS.read_text())["n_leaking"]["STSBenchmark"] == 1
-    assert stage.normalise(" A  Man, plays. ", "folded") == "a man plays"
-    assert stage.normalise(" A  Man, plays. ", "stripped") == "A  Man, plays."
+    assert normalise(" A  Man, plays. ", "folded") == "a man plays"
+    assert normalise(" A  Man, plays. ", "stripped") == "A  Man, plays."
 
 
 def test_the_same_inputs_give_the_same_bytes(project):

@@ -26,6 +26,7 @@ from paracl.core import io
 from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_metadata, read_parquet, write_parquet
 from paracl.parts import paraphraser, translate
+from paracl.parts.nli import read_sick
 from paracl.schema import load_params
 from paracl.stages import nli_triplets as nli
 from paracl.stages import paraphrase_pairs as stage
@@ -65,7 +66,7 @@ def test_sick_triplets_pair_entailments_with_contradictions_of_the_same_premise(
     assert got["negative_pair_id"].tolist()[:2] == [2, 2]
     assert got["negative"].isna().tolist() == [False, False, True, True]
     assert got["positive"].tolist()[3] == "a man plays"  # the lower-case label counts
-    test = nli.sick_triplets(nli.read_sick(tmp_path / "SICK.txt"), ["TEST"])
+    test = nli.sick_triplets(read_sick(tmp_path / "SICK.txt"), ["TEST"])
     assert test[["anchor", "split"]].values.tolist() == [["a cat sleeps", "TEST"]]
 
 
@@ -77,26 +78,26 @@ def test_sick_negatives_cycle_over_a_premises_contradictions(tmp_path):
         (4, "p", "c2", "CONTRADICTION", "TRAIN"),
         (5, "p", "e3", "ENTAILMENT", "TRAIN"),
     ]
-    got = nli.sick_triplets(nli.read_sick(write_sick(tmp_path / "s.txt", rows)))
+    got = nli.sick_triplets(read_sick(write_sick(tmp_path / "s.txt", rows)))
     assert got["negative"].tolist() == ["c1", "c2", "c1"]
 
 
 def test_sick_reader_errors_name_the_file(tmp_path):
     with pytest.raises(InputError, match="nope.txt: not found"):
-        nli.read_sick(tmp_path / "nope.txt")
+        read_sick(tmp_path / "nope.txt")
     bad = tmp_path / "bad.txt"
     bad.write_text("pair_ID\tsentence_A\n1\ta\n")
     with pytest.raises(InputError, match=r"bad.txt: no column 'sentence_B'"):
-        nli.read_sick(bad)
+        read_sick(bad)
     rows = [(1, "p", "e", "ENTAILMENT", "TRAIN"), ("x", "p", "e", "ENTAILMENT", "TRAIN")]
     with pytest.raises(InputError, match=r"s.txt:3: pair_ID is not a number"):
-        nli.read_sick(write_sick(tmp_path / "s.txt", rows))
+        read_sick(write_sick(tmp_path / "s.txt", rows))
     with pytest.raises(ValueError, match="unknown SICK split 'DEV'"):
-        nli.sick_triplets(nli.read_sick(write_sick(tmp_path / "ok.txt")), ["DEV"])
+        nli.sick_triplets(read_sick(write_sick(tmp_path / "ok.txt")), ["DEV"])
 
 
 def test_the_mirrors_sick_train_split(mirror):
-    got = nli.sick_triplets(nli.read_sick(mirror / "sick" / "SICK.txt"))
+    got = nli.sick_triplets(read_sick(mirror / "sick" / "SICK.txt"))
     assert len(got) == 1274  # SICK's TRAIN entailments
     assert got.loc[got["negative"].notna(), "anchor"].nunique() == 104  # "about 100"
 

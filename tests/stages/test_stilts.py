@@ -19,15 +19,15 @@ from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_parquet, write_parquet
 from paracl.parts import stilts_tables as st
 from paracl.parts.evaluation.tasks import load_task
-from paracl.schema import load_params, with_runs
-from paracl.stages import nli_pairs, paraphrase_pairs, summary
-from paracl.stages import train_intermediate as ti
-from paracl.stages.evaluate_finetune import finetune_runs
-from paracl.stages.evaluate_finetune.finetune.tuning import (
+from paracl.parts.finetune.tuning import (
     FinetuneConfig,
     finetune_once,
     finetune_task,
 )
+from paracl.schema import load_params, with_runs
+from paracl.stages import nli_pairs, paraphrase_pairs, summary
+from paracl.stages import train_intermediate as ti
+from paracl.stages.evaluate_finetune import finetune_runs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CPU = torch.device("cpu")

@@ -2,7 +2,7 @@
 
 Both trainers tokenize their training set once, ahead of the first epoch, instead of at
 every step: the contrastive trainer's token cache (paracl.stages.train_contrastive.training.tokens) and
-evaluation fine-tuning (paracl.stages.evaluate_finetune.finetune.tuning). Both keep each row's per-token
+evaluation fine-tuning (paracl.parts.finetune.tuning). Both keep each row's per-token
 values (input_ids, attention_mask, ...) as one small int32 tensor without its padding
 (`split_rows`), and a step pads its rows to the batch's longest as the tokenizer pads them
 (`pad_rows`): the same tensors as tokenizing the batch, so the same losses bit for bit.

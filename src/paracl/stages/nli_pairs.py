@@ -13,7 +13,7 @@ hard negative) every pair is kept, whatever its label.
 A STILTs arm is scored on fine-tuned GLUE tasks, one of them STS-B, whose test split
 holds SICK sentences (folded: 119 SICK TRAIN triplets share one), so every pair one of
 whose sentences is in an STS set of `exclude_sts` is dropped, compared as nli_triplets
-compares them (its `normalise`, `match`). CoLA, SST-2, MRPC and RTE share no sentence
+compares them (paracl.parts.nli.normalise, `match`). CoLA, SST-2, MRPC and RTE share no sentence
 with SICK TRAIN (checked on the mirror: docs/stages/train-intermediate.md). `max_pairs`
 keeps a seeded sample stratified by label, so that the paraphrase jobs fit a CPU.
 """
@@ -31,9 +31,9 @@ from paracl.core.io import write_parquet
 from paracl.core.key_figures import write_metrics
 from paracl.core.params import RunWide, Section, param
 from paracl.core.stage import args
-from paracl.stages.nli_triplets import (
+from paracl.parts.nli import (
+    SICK_FILE,
     SICK_SPLITS,
-    SOURCES,
     check_names,
     normalise,
     read_sick,
@@ -104,7 +104,7 @@ def read_pairs(source: str, raw_dir, splits: list[str]) -> pd.DataFrame:
     from paracl.parts.evaluation.readers import read_snli
 
     if source == "sick":
-        return sick_pairs(read_sick(f"{raw_dir}/{SOURCES['sick']}"), splits)
+        return sick_pairs(read_sick(f"{raw_dir}/{SICK_FILE}"), splits)
     frame = read_snli(f"{raw_dir}/{MULTINLI}")
     frame["pair_id"], frame["split"] = range(len(frame)), "train"
     return frame[PAIRS.names]
@@ -123,11 +123,8 @@ def check_cfg(cfg: dict) -> None:
     """The section's values across keys: a one-line error naming the key."""
     if not cfg["splits"]:
         raise ParamsError("params.yaml: 'nli_pairs.splits' lists no split")
-    for key, known in (("splits", SICK_SPLITS), ("exclude_sts", None)):
-        try:
-            check_names(list(cfg[key]), key, known)
-        except ParamsError as err:
-            raise ParamsError(str(err).replace("nli_triplets.", "nli_pairs.")) from None
+    check_names(list(cfg["splits"]), "nli_pairs.splits", SICK_SPLITS)
+    check_names(list(cfg["exclude_sts"]), "nli_pairs.exclude_sts")
 
 
 def build(cfg: dict, raw_dir, out, seed: int) -> dict:

@@ -2,14 +2,14 @@
 no triplet that shares a sentence with an STS set the trained rows are scored on.
 
 Offline, SICK is the only English NLI set (issue 72, "What is offline"):
-`read_sick` and `sick_triplets` read its `splits` into (anchor, positive, negative)
-triplets, as SimCSE's supervised recipe takes them (below). SICK-R,
+`sick_triplets` reads its `splits` (paracl.parts.nli.read_sick) into (anchor, positive,
+negative) triplets, as SimCSE's supervised recipe takes them (below). SICK-R,
 one of the seven English STS sets, is SICK's TEST split, and most TRAIN sentences
 reappear there, so training on a pair whose sentence an evaluation set scores would
 leak. Every triplet any of whose sentences (anchor, positive or negative) appears in a
 set of `exclude_sts` is dropped. The sets are read by the evaluation's own readers
 (paracl.parts.evaluation.unsup_sts.sts_sets: the whole set, not a scored sample). How
-sentences are compared is `match`: `stripped` compares them after `str.strip()`;
+sentences are compared is `match` (paracl.parts.nli.normalise, as nli_pairs compares): `stripped` compares them after `str.strip()`;
 `folded` (the default) also lower-cases them, drops punctuation and collapses spaces,
 because STS12's MSRvid and STS-B hold SICK sentences lower-cased with a final " ." (on
 the mirror, 235 SICK TRAIN triplets share a folded sentence with STS12 and 119 with STS-B,
@@ -23,8 +23,7 @@ seven sets (the default: the rows may be scored on every set), or leave
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -36,6 +35,14 @@ from paracl.core.io import write_parquet
 from paracl.core.key_figures import write_metrics
 from paracl.core.params import RunWide, Section, param
 from paracl.core.stage import args
+from paracl.parts.nli import (
+    SICK_FILE,
+    SICK_SPLITS,
+    check_names,
+    normalise,
+    read_sick,
+    sts_sentences,
+)
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
@@ -71,10 +78,9 @@ log = logging.getLogger("nli_triplets")
 KEY_FIGURES = ("n_kept", "n_with_negative")
 TEXT = ("anchor", "positive", "negative")  # the triplet's sentences, each checked
 # source name -> its file under data/raw (simcse-nli: SimCSE's MNLI + SNLI triplets)
-SOURCES = {"sick": Path("sick") / "SICK.txt",
+SOURCES = {"sick": SICK_FILE,
            "simcse-nli": Path("simcse-nli") / "nli_for_simcse.csv"}  # fmt: skip
 MATCHES = ("folded", "stripped")  # nli_triplets.match: how sentences are compared
-_PUNCT = re.compile(r"[^\w\s]")
 
 
 # -- SICK's pairs as the triplets supervised SimCSE trains on --------------------------
@@ -98,32 +104,6 @@ TRIPLETS = pa.schema(
         ("split", pa.string()),
     ]
 )
-SICK_COLUMNS = ("pair_ID", "sentence_A", "sentence_B", "entailment_label", "SemEval_set")
-SICK_SPLITS = ("TRAIN", "TRIAL", "TEST")
-
-
-def read_sick(path: str | Path) -> pd.DataFrame:
-    """SICK.txt's pairs (tab-separated with a header, CRLF line ends, no final newline):
-    the columns SICK_COLUMNS, labels and splits upper-cased. A missing column or a
-    non-numeric pair id names the file."""
-    path = Path(path)
-    try:
-        frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=3)
-    except FileNotFoundError:
-        raise InputError(f"{path}: not found (fetch source `sick`)") from None
-    except (UnicodeDecodeError, pd.errors.ParserError) as err:
-        raise InputError(f"{path}: not a SICK file ({' '.join(str(err).split())})") from None
-    missing = [c for c in SICK_COLUMNS if c not in frame.columns]
-    if missing:
-        raise InputError(f"{path}: no column {missing[0]!r}; not a SICK file")
-    frame = frame[list(SICK_COLUMNS)].apply(lambda c: c.str.strip())
-    if not frame["pair_ID"].str.fullmatch(r"\d+").all():
-        line = int((~frame["pair_ID"].str.fullmatch(r"\d+")).to_numpy().argmax()) + 2
-        raise InputError(f"{path}:{line}: pair_ID is not a number")
-    frame["pair_ID"] = frame["pair_ID"].astype("int64")
-    for column in ("entailment_label", "SemEval_set"):
-        frame[column] = frame[column].str.upper()
-    return frame
 
 
 def sick_triplets(pairs: pd.DataFrame, splits: Sequence[str] = ("TRAIN",)) -> pd.DataFrame:
@@ -184,22 +164,6 @@ def simcse_triplets(path: str | Path) -> pd.DataFrame:
     return out
 
 
-def normalise(text: str, match: str) -> str:
-    """The form two sentences are compared in: stripped, or also folded (lower case, no
-    punctuation, single spaces)."""
-    if match == "stripped":
-        return text.strip()
-    return " ".join(_PUNCT.sub(" ", text.lower()).split())
-
-
-def sts_sentences(sets: dict[str, pd.DataFrame], match: str) -> dict[str, set[str]]:
-    """Each STS set's sentences (both sides of every pair), normalised by `match`."""
-    return {
-        name: {normalise(s, match) for c in ("sentence1", "sentence2") for s in frame[c]}
-        for name, frame in sets.items()
-    }
-
-
 def leaks(triplets: pd.DataFrame, sentences: set[str], match: str) -> pd.Series:
     """True for each triplet one of whose sentences (normalised by `match`; a null
     negative never counts) is in `sentences`."""
@@ -225,18 +189,6 @@ def drop_leaks(
     return kept, {name: int(hit.sum()) for name, hit in hits.items()}
 
 
-def check_names(values: Sequence[str], key: str, known: Iterable[str] | None = None) -> None:
-    """A list param repeats no name (and, with `known`, names only those): else a one-line
-    error naming the key."""
-    repeated = sorted({v for v in values if list(values).count(v) > 1})
-    if repeated:
-        raise ParamsError(f"params.yaml: 'nli_triplets.{key}' lists {repeated[0]!r} twice")
-    unknown = [v for v in values if known is not None and v not in set(known)]
-    if unknown:
-        names = ", ".join(known or ())
-        raise ParamsError(f"params.yaml: 'nli_triplets.{key}': no {unknown[0]!r} ({names})")
-
-
 def check_cfg(cfg: dict) -> None:
     """The section's values, checked before any file is read (load_params checks them
     too; a caller may hand in its own dict): a one-line error naming the key."""
@@ -250,8 +202,8 @@ def check_cfg(cfg: dict) -> None:
         )
     if not cfg["splits"]:
         raise ParamsError("params.yaml: 'nli_triplets.splits' lists no split")
-    check_names(list(cfg["splits"]), "splits", SICK_SPLITS)
-    check_names(list(cfg["exclude_sts"]), "exclude_sts")
+    check_names(list(cfg["splits"]), "nli_triplets.splits", SICK_SPLITS)
+    check_names(list(cfg["exclude_sts"]), "nli_triplets.exclude_sts")
 
 
 def build(cfg: dict, raw_dir: str | Path, out: str | Path, seed: int = 0) -> dict:
@@ -267,7 +219,7 @@ def build(cfg: dict, raw_dir: str | Path, out: str | Path, seed: int = 0) -> dic
     else:  # SimCSE's file has no splits: all of it is training data
         triplets = simcse_triplets(path)
     sets = sts_sets("en", raw_dir) if exclude else {}
-    check_names(exclude, "exclude_sts", sets)
+    check_names(exclude, "nli_triplets.exclude_sts", sets)
     chosen = sts_sentences({n: sets[n] for n in exclude}, match)
     kept, leaked = drop_leaks(triplets, chosen, match)
     cap = cfg.get("max_triplets")

@@ -8,7 +8,7 @@ paraphraser at a SIM × BLEU tag cell) to MNLI before the first step. Each arm o
 plain arm), or a paraphrase_pairs job's output with `with_original` (its pairs, both
 sentences paraphrased and the label kept, added to the originals: the corpus doubled).
 
-The classifier is evaluate_finetune's own (paracl.stages.evaluate_finetune.finetune.tuning:
+The classifier is the one evaluate_finetune fine-tunes with (paracl.parts.finetune.tuning:
 transformers' head on [CLS] through the pooler, or a causal LM's on its closing <eos>;
 AdamW with 10 % linear warm-up and decay, weight decay 0.01 off biases and norms,
 gradient clipped at 1.0), trained from the encoder of run `start` (loss none: the base as
@@ -165,7 +165,7 @@ def train_arm(start: Path, data, cfg: dict, run: RunSettings) -> tuple:
     from paracl.core.batching import batch_order
     from paracl.core.device import seed_everything, select_device
     from paracl.parts.encoder.embed import transformer_dir
-    from paracl.stages.evaluate_finetune.finetune import tuning
+    from paracl.parts.finetune import tuning
 
     device = select_device(run.device)
     seed_everything(run.seed)
@@ -188,9 +188,9 @@ def train_arm(start: Path, data, cfg: dict, run: RunSettings) -> tuple:
 
 
 def finetune_config(cfg: dict, precision: str):
-    """The section as evaluate_finetune's FinetuneConfig: every layer, random batches, no
+    """The section as a FinetuneConfig (evaluate_finetune's kind): every layer, random batches, no
     early stopping (patience = epochs), the [CLS] / closing-<eos> head."""
-    from paracl.stages.evaluate_finetune.finetune.tuning import FinetuneConfig
+    from paracl.parts.finetune.tuning import FinetuneConfig
 
     return FinetuneConfig(
         epochs=cfg["epochs"], lr=cfg["lr"], batch_size=cfg["batch_size"],
@@ -203,7 +203,7 @@ def finetune_config(cfg: dict, precision: str):
 def dev_scores(model, tokenizer, data, ft, device) -> dict[str, float]:
     """Accuracy and macro-F1 ×100 of the trained classifier on the dev split."""
     from paracl.parts.evaluation.metrics import METRICS
-    from paracl.stages.evaluate_finetune.finetune import tuning
+    from paracl.parts.finetune import tuning
 
     pred = tuning.predict(model, tokenizer, data.dev, ft, device, regression=False)
     gold = tuning.task_targets(data.dev, data, "dev").numpy()

@@ -13,7 +13,7 @@
 - `ebsim_tables`: EBSIM's Table 2 and Figure 2 (few-shot sizes: tasks.FEW_SHOT) from the
   fine-tuning jobs, for the summary and the report's plot;
 - `unsup_sts`, `paraphrase_id`, `retrieval` (QAbot question retrieval): one evaluator per
-  file (fine-tuning: paracl.stages.evaluate_finetune.finetune);
+  file (fine-tuning: paracl.parts.finetune);
 - `job_result`: the result frame both evaluate stages write (their work:
   paracl.stages.evaluate, paracl.stages.evaluate_finetune; the table: paracl.stages.summary).
 """

@@ -8,7 +8,7 @@ joins a pair with nothing between ("…guitar.A man…"), so it reads the pair a
 (Radford et al. 2018, §3.3): `s1 <eos> s2 <eos>` (`causal_pairs`). Its head (`head`,
 evaluate.finetune_head) reads the closing <eos>, the one position that has attended to
 both sentences (`last_token`, transformers' head for a causal LM, the default), or the
-encoder's own sentence embedding of the pair (`pooled`, paracl.stages.evaluate_finetune.finetune.head:
+encoder's own sentence embedding of the pair (`pooled`, paracl.parts.finetune.head:
 measured far worse on contrastively trained encoders, docs/models.md).
 
 AdamW with linear warm-up/decay; the dev score is checked after every epoch, the best
@@ -55,7 +55,7 @@ from paracl.core.token_rows import pad_rows, split_rows, to_device
 from paracl.parts.encoder.embed import load_encoder, transformer_dir
 from paracl.parts.evaluation.metrics import METRICS, summarize_seeds
 from paracl.parts.evaluation.tasks import TaskData
-from paracl.stages.evaluate_finetune.finetune.head import PooledHead
+from paracl.parts.finetune.head import PooledHead
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from paracl.parts.evaluation import tasks
 from paracl.parts.evaluation.job_result import check_inputs, job_result
 from paracl.parts.evaluation.sample import sample_rows
 from paracl.parts.evaluation.tasks import FINETUNE_JOBS, TaskData, get_task, load_task_for
+from paracl.parts.finetune.tuning import FinetuneConfig, finetune_task
 from paracl.parts.runs import EXPAND, expand_runs
 from paracl.stages.evaluate import Evaluate
-from paracl.stages.evaluate_finetune.finetune.tuning import FinetuneConfig, finetune_task
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 

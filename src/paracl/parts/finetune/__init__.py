@@ -1,0 +1,9 @@
+"""Fine-tuning an encoder on a labelled task (stages evaluate_finetune and
+train_intermediate: STILTs' intermediate classifier is the same head and step).
+
+- `tuning`: the seeded fine-tuning loop (early stop on dev) and its score on test;
+- `head`: a causal LM's task head on its sentence embedding.
+
+Kept apart from paracl.parts.evaluation so that a change here reruns those two stages
+and not every embedding evaluation.
+"""

@@ -1,0 +1,77 @@
+"""SICK read as NLI pairs, and sentences compared with the STS sets: what stages
+nli_triplets (supervised SimCSE's triplets) and nli_pairs (STILTs' 3-way pairs) share.
+
+Both keep no row that shares a sentence with an STS set it is checked against, and both
+must compare sentences the same way, so `normalise` and `sts_sentences` live here once.
+`read_sick` keeps what an NLI row needs and the evaluation's reader
+(paracl.parts.evaluation.readers.read_sick) does not: SICK's pair ids, its labels and
+splits as SICK names them, each cell stripped. Kept apart from paracl.parts.evaluation so
+that a change here reruns these two stages and no evaluation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from paracl.core.errors import InputError, ParamsError
+
+SICK_FILE = Path("sick") / "SICK.txt"  # under data/raw (fetch source `sick`)
+SICK_COLUMNS = ("pair_ID", "sentence_A", "sentence_B", "entailment_label", "SemEval_set")
+SICK_SPLITS = ("TRAIN", "TRIAL", "TEST")
+_PUNCT = re.compile(r"[^\w\s]")
+
+
+def read_sick(path: str | Path) -> pd.DataFrame:
+    """SICK.txt's pairs (tab-separated with a header, CRLF line ends, no final newline):
+    the columns SICK_COLUMNS, labels and splits upper-cased. A missing column or a
+    non-numeric pair id names the file."""
+    path = Path(path)
+    try:
+        frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=3)
+    except FileNotFoundError:
+        raise InputError(f"{path}: not found (fetch source `sick`)") from None
+    except (UnicodeDecodeError, pd.errors.ParserError) as err:
+        raise InputError(f"{path}: not a SICK file ({' '.join(str(err).split())})") from None
+    missing = [c for c in SICK_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: no column {missing[0]!r}; not a SICK file")
+    frame = frame[list(SICK_COLUMNS)].apply(lambda c: c.str.strip())
+    if not frame["pair_ID"].str.fullmatch(r"\d+").all():
+        line = int((~frame["pair_ID"].str.fullmatch(r"\d+")).to_numpy().argmax()) + 2
+        raise InputError(f"{path}:{line}: pair_ID is not a number")
+    frame["pair_ID"] = frame["pair_ID"].astype("int64")
+    for column in ("entailment_label", "SemEval_set"):
+        frame[column] = frame[column].str.upper()
+    return frame
+
+
+def normalise(text: str, match: str) -> str:
+    """The form two sentences are compared in: stripped, or also folded (lower case, no
+    punctuation, single spaces)."""
+    if match == "stripped":
+        return text.strip()
+    return " ".join(_PUNCT.sub(" ", text.lower()).split())
+
+
+def sts_sentences(sets: dict[str, pd.DataFrame], match: str) -> dict[str, set[str]]:
+    """Each STS set's sentences (both sides of every pair), normalised by `match`."""
+    return {
+        name: {normalise(s, match) for c in ("sentence1", "sentence2") for s in frame[c]}
+        for name, frame in sets.items()
+    }
+
+
+def check_names(values: Sequence[str], key: str, known: Iterable[str] | None = None) -> None:
+    """A list param repeats no name (and, with `known`, names only those): else a one-line
+    error naming `key` (the param's dotted name, `nli_pairs.splits`)."""
+    repeated = sorted({v for v in values if list(values).count(v) > 1})
+    if repeated:
+        raise ParamsError(f"params.yaml: '{key}' lists {repeated[0]!r} twice")
+    unknown = [v for v in values if known is not None and v not in set(known)]
+    if unknown:
+        names = ", ".join(known or ())
+        raise ParamsError(f"params.yaml: '{key}': no {unknown[0]!r} ({names})")
