@@ -115,18 +115,34 @@ def test_the_closure_follows_lazy_imports() -> None:
     assert SRC / "paracl/parts/llama_batch.py" in closure
 
 
+def assert_deps_cover_code(name: str, stage: dict) -> None:
+    """One expanded stage's deps name every paracl module it imports and no src/ path it
+    never imports (also used by the tests of stages whose foreach is empty by default)."""
+    deps = dep_paths(stage.get("deps"))
+    files = {str(p.relative_to(REPO)) for p in import_closure(REPO / _script(stage))}
+    bare = sorted(f for f in files - NO_STAGE_CODE if not any(_within(f, d) for d in deps))
+    assert not bare, f"dvc.yaml stage {name!r} imports {bare}: no dep covers them"
+    unused = [d for d in deps if d.startswith("src/")
+              and not any(_within(f, d) for f in files)]  # fmt: skip
+    assert not unused, f"dvc.yaml stage {name!r} lists {unused}, which it never imports"
+
+
+def assert_params_cover_reads(name: str, stage: dict) -> None:
+    """Every top-level params.yaml key the stage's code reads is among its params."""
+    script = REPO / _script(stage)
+    read = set().union(
+        *(top_level_reads(f) for f in {script, *import_closure(script)} if f.suffix == ".py")
+    )
+    missing = read - EXECUTION_ONLY - listed_params(stage)
+    assert not missing, f"dvc.yaml stage {name!r} reads params {sorted(missing)}; list them"
+
+
 @pytest.mark.parametrize("entry", sorted(_by_stage()))
 def test_stage_deps_cover_every_module_it_imports(entry: str) -> None:
     """A stage's deps name its module and the folders it uses; a module it imports that no
     dep covers would keep its cached outputs after a fix to that module."""
     for name, stage in _by_stage()[entry]:
-        deps = dep_paths(stage.get("deps"))
-        files = {str(p.relative_to(REPO)) for p in import_closure(REPO / _script(stage))}
-        bare = sorted(f for f in files - NO_STAGE_CODE if not any(_within(f, d) for d in deps))
-        assert not bare, f"dvc.yaml stage {name!r} imports {bare}: no dep covers them"
-        unused = [d for d in deps if d.startswith("src/")
-                  and not any(_within(f, d) for f in files)]  # fmt: skip
-        assert not unused, f"dvc.yaml stage {name!r} lists {unused}, which it never imports"
+        assert_deps_cover_code(name, stage)
 
 
 @pytest.mark.parametrize("entry", sorted(_by_stage()))
@@ -220,13 +236,7 @@ def test_stage_lists_every_top_level_param_it_reads(entry: str) -> None:
     """`device` was read by roundtrip, tag, corrupt and five more stages without being
     their param, so `dvc exp run -S device=cuda` kept their CPU outputs. A key the code
     reads must be listed, or changing it leaves a stale cache."""
-    name, stage = _by_stage()[entry][0]
-    script = REPO / _script(stage)
-    read = set().union(
-        *(top_level_reads(f) for f in {script, *import_closure(script)} if f.suffix == ".py")
-    )
-    missing = read - EXECUTION_ONLY - listed_params(stage)
-    assert not missing, f"dvc.yaml stage {entry!r} reads params {sorted(missing)}; list them"
+    assert_params_cover_reads(entry, _by_stage()[entry][0][1])
 
 
 def test_the_param_check_finds_reads() -> None:

@@ -13,14 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from stage_helpers import REPO, dep_paths, expand_stages, run_stage, write_sick
-from test_stage_deps import (
-    EXECUTION_ONLY,
-    NO_STAGE_CODE,
-    _within,
-    import_closure,
-    listed_params,
-    top_level_reads,
-)
+from test_stage_deps import assert_deps_cover_code, assert_params_cover_reads, import_closure
 
 from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_metadata, read_parquet
@@ -215,16 +208,11 @@ def test_dvc_stage_deps_and_params_cover_what_it_runs_and_reads():
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     got = expand_stages(pipeline, params)["nli_triplets"]
-    script = REPO / "stages/nli_triplets.py"
-    closure = import_closure(script)
-    files = {str(p.relative_to(REPO)) for p in closure} - NO_STAGE_CODE
-    deps = dep_paths(got["deps"])
-    assert "src/paracl/parts/evaluation/unsup_sts.py" in files  # the sets it filters by
-    assert not [f for f in files if not any(_within(f, d) for d in deps)]
-    assert [d for d in deps if d.startswith("src/") and not any(_within(f, d) for f in files)] == []
-    assert {"data/raw", "stages/nli_triplets.py"} <= set(deps)
-    read = set().union(*(top_level_reads(f) for f in {script, *closure}))
-    assert read - listed_params(got) <= EXECUTION_ONLY
+    assert_deps_cover_code("nli_triplets", got)
+    assert_params_cover_reads("nli_triplets", got)
+    closure = import_closure(REPO / "stages/nli_triplets.py")
+    assert REPO / "src/paracl/parts/evaluation/unsup_sts.py" in closure  # the sets it filters by
+    assert {"data/raw", "stages/nli_triplets.py"} <= set(dep_paths(got["deps"]))
     assert got["params"] == ["seed", "nli_triplets"]  # the seed draws max_triplets' sample
     outs = dep_paths(got["outs"])
     assert outs == [str(OUT), str(METRICS)]

@@ -13,14 +13,7 @@ import pytest
 import stage_helpers
 import yaml
 from stage_helpers import REPO, dep_paths, expand_stages, run_stage
-from test_stage_deps import (
-    EXECUTION_ONLY,
-    NO_STAGE_CODE,
-    _within,
-    import_closure,
-    listed_params,
-    top_level_reads,
-)
+from test_stage_deps import assert_deps_cover_code, assert_params_cover_reads
 
 from paracl.core import io
 from paracl.core.errors import InputError, ParamsError
@@ -297,15 +290,10 @@ def test_dvc_stage_deps_and_params_cover_what_it_runs_and_reads():
     params["paraphrase_pairs"]["jobs"] = {"sick": job}
     stages = expand_stages(pipeline, params)
     got = stages["paraphrase_pairs@sick"]
-    script = REPO / "stages/paraphrase_pairs.py"
-    files = {str(p.relative_to(REPO)) for p in import_closure(script)} - NO_STAGE_CODE
-    deps = dep_paths(got["deps"])
-    assert not [f for f in files if not any(_within(f, d) for d in deps)]
-    assert [d for d in deps if d.startswith("src/") and not any(_within(f, d) for f in files)] == []
+    assert_deps_cover_code("paraphrase_pairs@sick", got)
+    assert_params_cover_reads("paraphrase_pairs@sick", got)
     own = {"data/nli/sick.parquet", "models/paraphraser", "stages/paraphrase_pairs.py"}
-    assert own <= set(deps)
-    read = set().union(*(top_level_reads(f) for f in {script, *import_closure(script)}))
-    assert read - listed_params(got) <= EXECUTION_ONLY
+    assert own <= set(dep_paths(got["deps"]))
     assert "paraphrase_pairs.jobs.sick" in got["params"]
     outs = dep_paths(got["outs"])
     assert outs == ["data/paraphrased/sick.parquet", "metrics/paraphrase_pairs/sick.json"]

@@ -205,10 +205,16 @@ BAD_ARMS = [
 @pytest.mark.parametrize(("section", "message"), BAD_ARMS)
 def test_bad_arms_are_one_line_errors(section, message):
     params = load_params(REPO / "params.yaml")
-    cfg = {**params["train_intermediate"], **section}
+    cfg = {**params["train_intermediate"], "arms": {"a": {"input": "x.parquet"}}, **section}
     with pytest.raises(ParamsError, match=message) as err:
         ti.check_arms(cfg, params["train_contrastive"]["runs"], ["stsb"])
     assert "\n" not in str(err.value)
+
+
+def test_without_arms_start_and_tasks_are_not_checked():
+    """A run list without `none` (a preset that trains other methods only) needs no arm."""
+    cfg = {"start": "none", "arms": {}, "tasks": ["cola"]}
+    assert ti.check_arms(cfg, {"ebsim": {}}, []) is None
 
 
 def test_a_missing_input_column_names_the_arm(project):
@@ -325,26 +331,14 @@ def test_dvc_stage_deps_and_params_cover_what_it_runs_and_reads(stage):
     top-level key it reads is a param; an arm exists only once the params name one."""
     import yaml
     from stage_helpers import dep_paths, expand_stages
-    from test_stage_deps import (
-        EXECUTION_ONLY,
-        NO_STAGE_CODE,
-        _within,
-        import_closure,
-        listed_params,
-        top_level_reads,
-    )
+    from test_stage_deps import assert_deps_cover_code, assert_params_cover_reads
 
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["train_intermediate"]["arms"] = {"stilts": {"input": "data/nli/pairs.parquet"}}
     got = expand_stages(yaml.safe_load((REPO / "dvc.yaml").read_text()), params)[stage]
-    script = REPO / got["cmd"].split()[1]
-    closure = import_closure(script)
-    files = {str(p.relative_to(REPO)) for p in closure} - NO_STAGE_CODE
+    assert_deps_cover_code(stage, got)
+    assert_params_cover_reads(stage, got)
     deps = dep_paths(got["deps"])
-    assert not [f for f in files if not any(_within(f, d) for d in deps)]
-    assert [d for d in deps if d.startswith("src/") and not any(_within(f, d) for f in files)] == []
-    read = set().union(*(top_level_reads(f) for f in {script, *closure}))
-    assert read - listed_params(got) <= EXECUTION_ONLY
     if stage != "nli_pairs":
         assert {"data/nli/pairs.parquet", "models/encoders/none"} <= set(deps)
         assert dep_paths(got["outs"]) == ["models/encoders/stilts", "metrics/train/stilts.json"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
@@ -22,6 +23,11 @@ from paracl.core.errors import InputError, ParamsError
 SICK_FILE = Path("sick") / "SICK.txt"  # under data/raw (fetch source `sick`)
 SICK_COLUMNS = ("pair_ID", "sentence_A", "sentence_B", "entailment_label", "SemEval_set")
 SICK_SPLITS = ("TRAIN", "TRIAL", "TEST")
+# The params both stages share, one type each: a SICK split, an STS set a kept row shares
+# no sentence with, and how sentences are compared (`normalise`).
+SickSplit = Literal["TRAIN", "TRIAL", "TEST"]
+StsSet = Literal["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
+Match = Literal["folded", "stripped"]
 _PUNCT = re.compile(r"[^\w\s]")
 
 

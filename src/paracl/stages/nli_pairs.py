@@ -34,6 +34,9 @@ from paracl.core.stage import args
 from paracl.parts.nli import (
     SICK_FILE,
     SICK_SPLITS,
+    Match,
+    SickSplit,
+    StsSet,
     check_names,
     normalise,
     read_sick,
@@ -50,11 +53,11 @@ class NliPairs(Section):
     source: Literal["sick", "multinli"] = param(
         help="sick (offline: SICK's `splits`) or multinli (MNLI's train split, fetched)"
     )
-    splits: list[Literal["TRAIN", "TRIAL", "TEST"]] = param(help="SICK splits read")
-    exclude_sts: list[
-        Literal["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
-    ] = param(help="STS sets whose sentences no kept pair contains; [] = none")
-    match: Literal["folded", "stripped"] = param(
+    splits: list[SickSplit] = param(help="SICK splits read")
+    exclude_sts: list[StsSet] = param(
+        help="STS sets whose sentences no kept pair contains; [] = none"
+    )
+    match: Match = param(
         help="sentence comparison: folded (lower case, no punctuation) or stripped only"
     )
     max_pairs: int | None = param(

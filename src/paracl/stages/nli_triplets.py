@@ -38,6 +38,9 @@ from paracl.core.stage import args
 from paracl.parts.nli import (
     SICK_FILE,
     SICK_SPLITS,
+    Match,
+    SickSplit,
+    StsSet,
     check_names,
     normalise,
     read_sick,
@@ -54,11 +57,11 @@ class NliTriplets(Section):
     source: Literal["sick", "simcse-nli"] = param(
         help="the NLI set under data/raw: sick (offline), simcse-nli (MNLI + SNLI, fetched)"
     )
-    splits: list[Literal["TRAIN", "TRIAL", "TEST"]] = param(help="SICK splits read")
-    exclude_sts: list[
-        Literal["STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness"]
-    ] = param(help="STS sets whose sentences no kept triplet contains; [] = none")
-    match: Literal["folded", "stripped"] = param(
+    splits: list[SickSplit] = param(help="SICK splits read")
+    exclude_sts: list[StsSet] = param(
+        help="STS sets whose sentences no kept triplet contains; [] = none"
+    )
+    match: Match = param(
         help="sentence comparison: folded (lower case, no punctuation) or stripped only"
     )
     max_triplets: int | None = param(

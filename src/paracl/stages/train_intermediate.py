@@ -87,7 +87,9 @@ LOSS = "nli_3way"  # the metrics' `loss` (evaluate_finetune: not `none`, evaluat
 def check_arms(section: dict, runs: dict, finetune_tasks: list[str]) -> None:
     """`start` is a run of train_contrastive.runs, `tasks` are fine-tuning tasks, and no
     arm is named as a run (both write models/encoders/<name>): a one-line error naming
-    the key."""
+    the key. Without arms nothing starts from `start`, so nothing is checked."""
+    if not section["arms"]:
+        return
     if section["start"] not in runs:
         known = ", ".join(runs) or "none"
         raise ParamsError(
