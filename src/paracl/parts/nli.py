@@ -81,3 +81,27 @@ def check_names(values: Sequence[str], key: str, known: Iterable[str] | None = N
     if unknown:
         names = ", ".join(known or ())
         raise ParamsError(f"params.yaml: '{key}': no {unknown[0]!r} ({names})")
+
+
+def leaks(
+    frame: pd.DataFrame, columns: Sequence[str], sentences: set[str], match: str
+) -> pd.Series:
+    """True for each row one of whose `columns` (normalised by `match`; a null cell never
+    counts) is in `sentences`."""
+    hit = pd.Series(False, index=frame.index)
+    for column in columns:
+        hit |= frame[column].map(lambda t: isinstance(t, str) and normalise(t, match) in sentences)
+    return hit
+
+
+def drop_leaks(
+    frame: pd.DataFrame, columns: Sequence[str], sentences: dict[str, set[str]], match: str
+) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The rows that share no sentence with any set of `sentences`, in their order, and per
+    set how many rows share one with it (a row may leak into several). `sentences` holds
+    each set's sentences normalised by `match` (sts_sentences)."""
+    hits = {name: leaks(frame, columns, words, match) for name, words in sentences.items()}
+    dropped = pd.Series(False, index=frame.index)
+    for hit in hits.values():
+        dropped |= hit
+    return frame[~dropped].reset_index(drop=True), {n: int(h.sum()) for n, h in hits.items()}

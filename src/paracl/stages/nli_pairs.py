@@ -38,7 +38,7 @@ from paracl.parts.nli import (
     SickSplit,
     StsSet,
     check_names,
-    normalise,
+    drop_leaks,
     read_sick,
     sts_sentences,
 )
@@ -113,15 +113,6 @@ def read_pairs(source: str, raw_dir, splits: list[str]) -> pd.DataFrame:
     return frame[PAIRS.names]
 
 
-def pair_leaks(pairs: pd.DataFrame, sentences: dict[str, set[str]], match: str) -> dict:
-    """{set: a boolean Series, True for each pair one of whose sentences is in the set}."""
-    folded = {c: pairs[c].map(lambda t: normalise(t, match)) for c in TEXT}
-    return {
-        name: folded["sentence1"].isin(words) | folded["sentence2"].isin(words)
-        for name, words in sentences.items()
-    }
-
-
 def check_cfg(cfg: dict) -> None:
     """The section's values across keys: a one-line error naming the key."""
     if not cfg["splits"]:
@@ -140,11 +131,9 @@ def build(cfg: dict, raw_dir, out, seed: int) -> dict:
     splits, exclude, match = list(cfg["splits"]), list(cfg["exclude_sts"]), cfg["match"]
     pairs = read_pairs(cfg["source"], raw_dir, splits)
     sets = sts_sets("en", raw_dir) if exclude else {}
-    hits = pair_leaks(pairs, sts_sentences({n: sets[n] for n in exclude}, match), match)
-    dropped = pd.Series(False, index=pairs.index)
-    for hit in hits.values():
-        dropped |= hit
-    kept = pairs[~dropped].reset_index(drop=True)
+    chosen = sts_sentences({n: sets[n] for n in exclude}, match)
+    kept, leaked = drop_leaks(pairs, TEXT, chosen, match)
+    n_dropped = len(pairs) - len(kept)
     kept, sample = sample_rows(kept, cfg["max_pairs"], seed, "label")
     record = {
         "source": cfg["source"],
@@ -152,8 +141,8 @@ def build(cfg: dict, raw_dir, out, seed: int) -> dict:
         "exclude_sts": exclude,
         "match": match,
         "n_read": len(pairs),
-        "n_leaking": {name: int(hit.sum()) for name, hit in hits.items()},
-        "n_dropped": int(dropped.sum()),
+        "n_leaking": leaked,
+        "n_dropped": n_dropped,
         "max_pairs": cfg["max_pairs"],
         "n_kept": len(kept),
         "labels": {label: int((kept["label"] == label).sum()) for label in LABELS},

@@ -35,6 +35,7 @@ from paracl.core.io import write_parquet
 from paracl.core.key_figures import write_metrics
 from paracl.core.params import RunWide, Section, param
 from paracl.core.stage import args
+from paracl.parts import nli
 from paracl.parts.nli import (
     SICK_FILE,
     SICK_SPLITS,
@@ -42,7 +43,6 @@ from paracl.parts.nli import (
     SickSplit,
     StsSet,
     check_names,
-    normalise,
     read_sick,
     sts_sentences,
 )
@@ -167,29 +167,14 @@ def simcse_triplets(path: str | Path) -> pd.DataFrame:
     return out
 
 
-def leaks(triplets: pd.DataFrame, sentences: set[str], match: str) -> pd.Series:
-    """True for each triplet one of whose sentences (normalised by `match`; a null
-    negative never counts) is in `sentences`."""
-    hit = pd.Series(False, index=triplets.index)
-    for column in TEXT:
-        cells = triplets[column]
-        hit |= cells.map(lambda t: isinstance(t, str) and normalise(t, match) in sentences)
-    return hit
-
-
 def drop_leaks(
     triplets: pd.DataFrame, sentences: dict[str, set[str]], match: str
 ) -> tuple[pd.DataFrame, dict[str, int]]:
-    """The triplets that share no sentence with any set of `sentences`, in their order,
-    and per set how many triplets share one with it (a triplet may leak into several).
-    `sentences` holds each set's sentences normalised by `match`."""
-    hits = {name: leaks(triplets, words, match) for name, words in sentences.items()}
-    dropped = pd.Series(False, index=triplets.index)
-    for hit in hits.values():
-        dropped |= hit
-    kept = triplets[~dropped].reset_index(drop=True)
+    """parts.nli.drop_leaks on the triplet's three sentences (a null negative never counts),
+    the negative's pair id kept a nullable integer."""
+    kept, leaked = nli.drop_leaks(triplets, TEXT, sentences, match)
     kept["negative_pair_id"] = kept["negative_pair_id"].astype("Int64")
-    return kept, {name: int(hit.sum()) for name, hit in hits.items()}
+    return kept, leaked
 
 
 def check_cfg(cfg: dict) -> None:
