@@ -197,7 +197,7 @@ def squeezed(markdown: str) -> str:
     return "\n".join(rows)
 
 
-# --- a SICK file (paracl.parts.nli reads it), as the mirror holds it ---------------------
+# --- a SICK file (paracl.parts.evaluation.readers.read_sick reads it), as the mirror has it
 
 SICK_HEADER = "\t".join(
     ["pair_ID", "sentence_A", "sentence_B", "entailment_label", "relatedness_score"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from stage_helpers import write_sick
 
 from paracl.core.stage import InputError
 from paracl.parts.evaluation import readers
@@ -77,7 +78,101 @@ def test_sick_crlf_no_final_newline(tmp_path):
     assert df["entailment"].tolist() == ["neutral", "entailment"]
     assert df["split"].tolist() == ["train", "test"]
     assert df["label"].tolist() == [4.5, 4.5]
+    assert df["pair_id"].tolist() == [1, 1] and df["pair_id"].dtype == "int64"
     assert not df["split"].str.contains("\r").any()
+
+
+# (id, A, B, label, split) as the mirror writes them; pair 2's sentences end in a space, as
+# 104 of SICK.txt's do, and pair 3's has a space inside kept as it is
+SICK_ROWS = [
+    (1, "A man plays", "Someone plays", "ENTAILMENT", "TRAIN"),
+    (2, "A dog runs ", " An animal runs ", "NEUTRAL", "TRAIN"),
+    (3, "A cat  sleeps", "Nobody sleeps", "CONTRADICTION", "TRIAL"),
+    (4, "A bird sings", "A bird is silent ", "CONTRADICTION", "TEST"),
+]
+
+
+def test_sick_cells_are_stripped_and_nothing_inside_changes(tmp_path):
+    df = readers.read_sick(write_sick(tmp_path / "SICK.txt", SICK_ROWS))
+    assert df["sentence1"].tolist() == ["A man plays", "A dog runs", "A cat  sleeps",
+                                        "A bird sings"]  # fmt: skip
+    assert df["sentence2"].tolist()[1:] == ["An animal runs", "Nobody sleeps", "A bird is silent"]
+    assert df["split"].tolist() == ["train", "train", "trial", "test"]
+    assert df.columns.tolist() == [*readers.COLUMNS, "entailment", "split", "pair_id"]
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ((1, "a", "b", "MAYBE", "TRAIN"), r"SICK.txt:2: entailment label 'MAYBE' is not one of"),
+        ((1, "a", "b", "NEUTRAL", "DEV"), r"SICK.txt:2: split 'DEV' is not one of"),
+        (("x", "a", "b", "NEUTRAL", "TRAIN"), r"SICK.txt:2: pair_ID 'x' is not a number"),
+    ],
+)
+def test_a_bad_sick_cell_is_a_one_line_error_naming_file_and_line(tmp_path, row, message):
+    with pytest.raises(InputError, match=message) as err:
+        readers.read_sick(write_sick(tmp_path / "SICK.txt", [row]))
+    assert "\n" not in str(err.value)
+
+
+def test_a_malformed_sick_file_is_a_one_line_error_naming_it(tmp_path):
+    with pytest.raises(InputError, match="nope.txt: not found"):
+        readers.read_sick(tmp_path / "nope.txt")
+    bad = _write(tmp_path / "bad.txt", "pair_ID\tsentence_A\n1\ta\n")
+    with pytest.raises(InputError, match=r"bad.txt:1: header lacks columns \['sentence_B'"):
+        readers.read_sick(bad)
+    f = write_sick(tmp_path / "SICK.txt", SICK_ROWS[:1])
+    f.write_bytes(f.read_bytes().replace(b"\t4.0\t", b"\tfour\t"))
+    with pytest.raises(InputError, match=r"SICK.txt:2: score 'four' is not a number"):
+        readers.read_sick(f)
+    f = write_sick(tmp_path / "SICK.txt", SICK_ROWS[:1])
+    f.write_bytes(f.read_bytes() + b"\r\n5\tcut short")
+    with pytest.raises(InputError, match=r"SICK.txt:3: expected at least 12 tab-separated"):
+        readers.read_sick(f)
+
+
+def _callers_rows(raw: Path, split: str) -> dict[str, list[list[str]]]:
+    """The sentence pairs of one SICK split as each caller of read_sick sees them: the
+    SICK-E and SICK-R tasks and stage nli_pairs (with the NLI label where it has one), and
+    the split's entailments as stage nli_triplets' (anchor, positive)."""
+    from paracl.parts.evaluation.tasks import load_task
+    from paracl.stages import nli_pairs, nli_triplets
+
+    part = {"TRAIN": "train", "TRIAL": "dev", "TEST": "test"}[split]
+    sicke, sickr = (getattr(load_task(t, raw, 0), part) for t in ("sicke", "sickr"))
+    pairs = nli_pairs.read_pairs("sick", raw, [split])
+    triplets = nli_triplets.sick_triplets(readers.read_sick(raw / "sick" / "SICK.txt"), [split])
+    both, labelled = ["sentence1", "sentence2"], ["sentence1", "sentence2", "label"]
+    return {
+        "sicke": sicke[labelled].values.tolist(),
+        "nli_pairs": pairs[labelled].values.tolist(),
+        "sickr": sickr[both].values.tolist(),
+        "pairs": pairs[both].values.tolist(),
+        "entailments": pairs.loc[pairs["label"] == "entailment", both].values.tolist(),
+        "nli_triplets": triplets[["anchor", "positive"]].values.tolist(),
+    }
+
+
+def test_evaluation_and_the_nli_stages_see_the_same_sentences_for_a_row(tmp_path):
+    write_sick(tmp_path / "sick" / "SICK.txt", SICK_ROWS)
+    for split in ("TRAIN", "TRIAL", "TEST"):
+        got = _callers_rows(tmp_path, split)
+        assert got["sicke"] == got["nli_pairs"] and got["sickr"] == got["pairs"], split
+        assert got["entailments"] == got["nli_triplets"], split
+    got = _callers_rows(tmp_path, "TRAIN")
+    assert got["nli_pairs"][1] == ["A dog runs", "An animal runs", "neutral"]
+    assert got["nli_triplets"] == [["A man plays", "Someone plays"]]
+
+
+def test_the_mirrors_sick_rows_are_the_same_for_every_caller(mirror):
+    """SICK.txt is in pair id order, so every caller's rows line up one for one."""
+    for split in ("TRAIN", "TRIAL", "TEST"):
+        got = _callers_rows(mirror, split)
+        assert got["sicke"] == got["nli_pairs"] and got["sickr"] == got["pairs"], split
+        assert got["entailments"] == got["nli_triplets"], split
+    sick = readers.read_sick(mirror / "sick/SICK.txt")
+    for column in ("sentence1", "sentence2"):  # 51 and 53 cells end in a space in the file
+        assert (sick[column] == sick[column].str.strip()).all()
 
 
 def test_jsick_header_columns(tmp_path):

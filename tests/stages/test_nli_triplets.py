@@ -17,6 +17,7 @@ from test_stage_deps import assert_deps_cover_code, assert_params_cover_reads, i
 
 from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_metadata, read_parquet
+from paracl.parts.evaluation.readers import read_sick
 from paracl.parts.nli import normalise
 from paracl.schema import load_params
 from paracl.stages import nli_triplets as stage
@@ -131,6 +132,50 @@ def test_the_same_inputs_give_the_same_bytes(project):
     assert [p.read_bytes() for p in paths] == first
 
 
+# --- SICK's pairs as triplets (sick_triplets) ------------------------------------------
+
+# (id, A, B, label, split): "a man plays" has two entailments and one contradiction, and is
+# also the positive of pair 6; "a dog runs" has no contradiction; pair 5 is TEST
+PAIRING_ROWS = [
+    (1, "a man plays", "someone plays", "ENTAILMENT", "TRAIN"),
+    (2, "a man plays", "nobody plays", "CONTRADICTION", "TRAIN"),
+    (3, "a man plays", "a person is playing", "ENTAILMENT", "TRAIN"),
+    (4, "a dog runs", "an animal runs", "ENTAILMENT", "TRAIN"),
+    (5, "a cat sleeps", "an animal sleeps", "ENTAILMENT", "TEST"),
+    (6, "a man plays the guitar", "a man plays", "entailment", "TRAIN"),
+    (7, "a dog runs", "a cat sleeps", "NEUTRAL", "TRAIN"),
+]
+
+
+def test_sick_triplets_pair_entailments_with_contradictions_of_the_same_premise(tmp_path):
+    sick = write_sick(tmp_path / "SICK.txt", PAIRING_ROWS)
+    frame = stage.write_sick_triplets(sick, tmp_path / "t.parquet")
+    got = read_parquet(tmp_path / "t.parquet", stage.TRIPLETS)
+    assert got["pair_id"].tolist() == [1, 3, 4, 6] == frame["pair_id"].tolist()  # TRAIN only
+    assert got["anchor"].tolist()[:3] == ["a man plays", "a man plays", "a dog runs"]
+    # both entailments of "a man plays" get its one contradiction; "a dog runs" has none
+    assert got["negative"].tolist()[:2] == ["nobody plays", "nobody plays"]
+    assert got["negative_pair_id"].tolist()[:2] == [2, 2]
+    assert got["negative"].isna().tolist() == [False, False, True, True]
+    assert got["positive"].tolist()[3] == "a man plays"  # the lower-case label counts
+    test = stage.sick_triplets(read_sick(sick), ["TEST"])
+    assert test[["anchor", "split"]].values.tolist() == [["a cat sleeps", "TEST"]]
+    with pytest.raises(ValueError, match="unknown SICK split 'DEV'"):
+        stage.sick_triplets(read_sick(sick), ["DEV"])
+
+
+def test_sick_negatives_cycle_over_a_premises_contradictions(tmp_path):
+    rows = [
+        (1, "p", "e1", "ENTAILMENT", "TRAIN"),
+        (2, "p", "c1", "CONTRADICTION", "TRAIN"),
+        (3, "p", "e2", "ENTAILMENT", "TRAIN"),
+        (4, "p", "c2", "CONTRADICTION", "TRAIN"),
+        (5, "p", "e3", "ENTAILMENT", "TRAIN"),
+    ]
+    got = stage.sick_triplets(read_sick(write_sick(tmp_path / "s.txt", rows)))
+    assert got["negative"].tolist() == ["c1", "c2", "c1"]
+
+
 # --- bad params and files --------------------------------------------------------------
 
 
@@ -180,7 +225,8 @@ def test_the_script_fails_with_one_error_line(project):
     cmd = [sys.executable, str(script), "data/raw", str(OUT), str(METRICS)]
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.strip().splitlines()[-1].startswith("error: data/raw/sick/SICK.txt: ")
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: data/raw/sick/SICK.txt:1: header lacks columns ['sentence_B'")
     assert not OUT.exists() and not METRICS.exists()
 
 
@@ -199,6 +245,12 @@ def test_the_mirrors_counts(mirror, tmp_path):
     }
     assert counts == {("folded", 7): 16, ("folded", 6): 1009,
                       ("stripped", 7): 17, ("stripped", 6): 1274}  # fmt: skip
+
+
+def test_the_mirrors_sick_train_split(mirror):
+    got = stage.sick_triplets(read_sick(mirror / "sick" / "SICK.txt"))
+    assert len(got) == 1274  # SICK's TRAIN entailments
+    assert got.loc[got["negative"].notna(), "anchor"].nunique() == 104  # "about 100"
 
 
 # --- dvc.yaml ----------------------------------------------------------------------------

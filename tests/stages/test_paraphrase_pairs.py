@@ -1,6 +1,6 @@
 """Stage paraphrase_pairs: a pair/triplet Parquet's chosen columns paraphrased by the greedy
 round trip or the paraphraser at a tag cell, each distinct sentence once, the same bytes on
-a rerun, nothing written by a failed run; and the SICK reader that makes NLI triplets."""
+a rerun, nothing written by a failed run."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from paracl.core import io
 from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_metadata, read_parquet, write_parquet
 from paracl.parts import paraphraser, translate
-from paracl.parts.nli import read_sick
 from paracl.schema import load_params
 from paracl.stages import nli_triplets as nli
 from paracl.stages import paraphrase_pairs as stage
@@ -44,55 +43,6 @@ SICK_ROWS = [
 
 def write_sick(path: Path, rows=SICK_ROWS) -> Path:
     return stage_helpers.write_sick(path, rows)
-
-
-# --- the SICK reader -------------------------------------------------------------------
-
-
-def test_sick_triplets_pair_entailments_with_contradictions_of_the_same_premise(tmp_path):
-    frame = nli.write_sick_triplets(write_sick(tmp_path / "SICK.txt"), tmp_path / "t.parquet")
-    got = read_parquet(tmp_path / "t.parquet", nli.TRIPLETS)
-    assert got["pair_id"].tolist() == [1, 3, 4, 6] == frame["pair_id"].tolist()  # TRAIN only
-    assert got["anchor"].tolist()[:3] == ["a man plays", "a man plays", "a dog runs"]
-    # both entailments of "a man plays" get its one contradiction; "a dog runs" has none
-    assert got["negative"].tolist()[:2] == ["nobody plays", "nobody plays"]
-    assert got["negative_pair_id"].tolist()[:2] == [2, 2]
-    assert got["negative"].isna().tolist() == [False, False, True, True]
-    assert got["positive"].tolist()[3] == "a man plays"  # the lower-case label counts
-    test = nli.sick_triplets(read_sick(tmp_path / "SICK.txt"), ["TEST"])
-    assert test[["anchor", "split"]].values.tolist() == [["a cat sleeps", "TEST"]]
-
-
-def test_sick_negatives_cycle_over_a_premises_contradictions(tmp_path):
-    rows = [
-        (1, "p", "e1", "ENTAILMENT", "TRAIN"),
-        (2, "p", "c1", "CONTRADICTION", "TRAIN"),
-        (3, "p", "e2", "ENTAILMENT", "TRAIN"),
-        (4, "p", "c2", "CONTRADICTION", "TRAIN"),
-        (5, "p", "e3", "ENTAILMENT", "TRAIN"),
-    ]
-    got = nli.sick_triplets(read_sick(write_sick(tmp_path / "s.txt", rows)))
-    assert got["negative"].tolist() == ["c1", "c2", "c1"]
-
-
-def test_sick_reader_errors_name_the_file(tmp_path):
-    with pytest.raises(InputError, match="nope.txt: not found"):
-        read_sick(tmp_path / "nope.txt")
-    bad = tmp_path / "bad.txt"
-    bad.write_text("pair_ID\tsentence_A\n1\ta\n")
-    with pytest.raises(InputError, match=r"bad.txt: no column 'sentence_B'"):
-        read_sick(bad)
-    rows = [(1, "p", "e", "ENTAILMENT", "TRAIN"), ("x", "p", "e", "ENTAILMENT", "TRAIN")]
-    with pytest.raises(InputError, match=r"s.txt:3: pair_ID is not a number"):
-        read_sick(write_sick(tmp_path / "s.txt", rows))
-    with pytest.raises(ValueError, match="unknown SICK split 'DEV'"):
-        nli.sick_triplets(read_sick(write_sick(tmp_path / "ok.txt")), ["DEV"])
-
-
-def test_the_mirrors_sick_train_split(mirror):
-    got = nli.sick_triplets(read_sick(mirror / "sick" / "SICK.txt"))
-    assert len(got) == 1274  # SICK's TRAIN entailments
-    assert got.loc[got["negative"].notna(), "anchor"].nunique() == 104  # "about 100"
 
 
 # --- the job's params ------------------------------------------------------------------

@@ -1,12 +1,12 @@
-"""SICK read as NLI pairs, and sentences compared with the STS sets: what stages
+"""SICK's splits as NLI rows, and sentences compared with the STS sets: what stages
 nli_triplets (supervised SimCSE's triplets) and nli_pairs (STILTs' 3-way pairs) share.
 
 Both keep no row that shares a sentence with an STS set it is checked against, and both
 must compare sentences the same way, so `normalise` and `sts_sentences` live here once.
-`read_sick` keeps what an NLI row needs and the evaluation's reader
-(paracl.parts.evaluation.readers.read_sick) does not: SICK's pair ids, its labels and
-splits as SICK names them, each cell stripped. Kept apart from paracl.parts.evaluation so
-that a change here reruns these two stages and no evaluation.
+SICK.txt itself is read by the one SICK reader, the evaluation's
+(paracl.parts.evaluation.readers.read_sick: pair ids, labels, splits, cells stripped);
+`sick_split` picks a stage's splits from its frame. Kept apart from
+paracl.parts.evaluation so that a change here reruns these two stages and no evaluation.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from typing import Literal
 
 import pandas as pd
 
-from paracl.core.errors import InputError, ParamsError
+from paracl.core.errors import ParamsError
 
 SICK_FILE = Path("sick") / "SICK.txt"  # under data/raw (fetch source `sick`)
-SICK_COLUMNS = ("pair_ID", "sentence_A", "sentence_B", "entailment_label", "SemEval_set")
 SICK_SPLITS = ("TRAIN", "TRIAL", "TEST")
 # The params both stages share, one type each: a SICK split, an STS set a kept row shares
 # no sentence with, and how sentences are compared (`normalise`).
@@ -31,28 +30,15 @@ Match = Literal["folded", "stripped"]
 _PUNCT = re.compile(r"[^\w\s]")
 
 
-def read_sick(path: str | Path) -> pd.DataFrame:
-    """SICK.txt's pairs (tab-separated with a header, CRLF line ends, no final newline):
-    the columns SICK_COLUMNS, labels and splits upper-cased. A missing column or a
-    non-numeric pair id names the file."""
-    path = Path(path)
-    try:
-        frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=3)
-    except FileNotFoundError:
-        raise InputError(f"{path}: not found (fetch source `sick`)") from None
-    except (UnicodeDecodeError, pd.errors.ParserError) as err:
-        raise InputError(f"{path}: not a SICK file ({' '.join(str(err).split())})") from None
-    missing = [c for c in SICK_COLUMNS if c not in frame.columns]
-    if missing:
-        raise InputError(f"{path}: no column {missing[0]!r}; not a SICK file")
-    frame = frame[list(SICK_COLUMNS)].apply(lambda c: c.str.strip())
-    if not frame["pair_ID"].str.fullmatch(r"\d+").all():
-        line = int((~frame["pair_ID"].str.fullmatch(r"\d+")).to_numpy().argmax()) + 2
-        raise InputError(f"{path}:{line}: pair_ID is not a number")
-    frame["pair_ID"] = frame["pair_ID"].astype("int64")
-    for column in ("entailment_label", "SemEval_set"):
-        frame[column] = frame[column].str.upper()
-    return frame
+def sick_split(sick: pd.DataFrame, splits: Sequence[str]) -> pd.DataFrame:
+    """The rows of `splits` (named as the params name them: TRAIN, TRIAL, TEST) of
+    readers.read_sick's frame, by pair id, `split` named as the params name it."""
+    unknown = sorted(set(splits) - set(SICK_SPLITS))
+    if unknown:
+        raise ValueError(f"unknown SICK split {unknown[0]!r} (SICK has {', '.join(SICK_SPLITS)})")
+    rows = sick[sick["split"].isin([s.lower() for s in splits])]
+    rows = rows.sort_values("pair_id", kind="stable").reset_index(drop=True)
+    return rows.assign(split=rows["split"].str.upper())
 
 
 def normalise(text: str, match: str) -> str:

@@ -39,7 +39,7 @@ from paracl.parts.nli import (
     StsSet,
     check_names,
     drop_leaks,
-    read_sick,
+    sick_split,
     sts_sentences,
 )
 
@@ -89,22 +89,16 @@ PAIRS = pa.schema(
 
 
 def sick_pairs(sick: pd.DataFrame, splits: list[str]) -> pd.DataFrame:
-    """SICK's pairs of `splits` (read_sick's frame) as PAIRS rows, by pair id, labels
-    lower-cased as the evaluation's NLI tasks name them."""
-    rows = sick[sick["SemEval_set"].isin(splits)].sort_values("pair_ID", kind="stable")
-    out = pd.DataFrame({"sentence1": rows["sentence_A"], "sentence2": rows["sentence_B"],
-                        "label": rows["entailment_label"].str.lower(),
-                        "pair_id": rows["pair_ID"], "split": rows["SemEval_set"]})  # fmt: skip
-    bad = sorted(set(out["label"]) - set(LABELS))
-    if bad:
-        raise ValueError(f"SICK label {bad[0]!r} is not one of {', '.join(LABELS)}")
-    return out.reset_index(drop=True)
+    """SICK's pairs of `splits` (readers.read_sick's frame: labels lower-cased, as the
+    evaluation's NLI tasks name them, and checked) as PAIRS rows, by pair id."""
+    rows = sick_split(sick, splits)
+    return rows.assign(label=rows["entailment"])[PAIRS.names]
 
 
 def read_pairs(source: str, raw_dir, splits: list[str]) -> pd.DataFrame:
     """PAIRS rows of `source`: SICK's `splits`, or MNLI's train split (paper-en: the
     paper's intermediate task; its dev_matched is the MNLI task's test), pair_id its row."""
-    from paracl.parts.evaluation.readers import read_snli
+    from paracl.parts.evaluation.readers import read_sick, read_snli
 
     if source == "sick":
         return sick_pairs(read_sick(f"{raw_dir}/{SICK_FILE}"), splits)

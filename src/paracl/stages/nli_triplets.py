@@ -2,8 +2,9 @@
 no triplet that shares a sentence with an STS set the trained rows are scored on.
 
 Offline, SICK is the only English NLI set (issue 72, "What is offline"):
-`sick_triplets` reads its `splits` (paracl.parts.nli.read_sick) into (anchor, positive,
-negative) triplets, as SimCSE's supervised recipe takes them (below). SICK-R,
+`sick_triplets` reads its `splits` (paracl.parts.evaluation.readers.read_sick, the one SICK
+reader) into (anchor, positive, negative) triplets, as SimCSE's supervised recipe takes
+them (below). SICK-R,
 one of the seven English STS sets, is SICK's TEST split, and most TRAIN sentences
 reappear there, so training on a pair whose sentence an evaluation set scores would
 leak. Every triplet any of whose sentences (anchor, positive or negative) appears in a
@@ -36,6 +37,7 @@ from paracl.core.key_figures import write_metrics
 from paracl.core.params import RunWide, Section, param
 from paracl.core.stage import args
 from paracl.parts import nli
+from paracl.parts.evaluation.readers import read_sick
 from paracl.parts.nli import (
     SICK_FILE,
     SICK_SPLITS,
@@ -43,7 +45,7 @@ from paracl.parts.nli import (
     SickSplit,
     StsSet,
     check_names,
-    read_sick,
+    sick_split,
     sts_sentences,
 )
 
@@ -110,23 +112,21 @@ TRIPLETS = pa.schema(
 
 
 def sick_triplets(pairs: pd.DataFrame, splits: Sequence[str] = ("TRAIN",)) -> pd.DataFrame:
-    """One triplet per entailment pair of `splits` (sentence_A entails sentence_B):
-    anchor A, positive B, and as negative a sentence B that A contradicts (same split),
-    else null. A premise with several of each pairs its i-th entailment (by pair id) with
-    its (i mod n)-th contradiction, so each negative is used about equally."""
-    unknown = sorted(set(splits) - set(SICK_SPLITS))
-    if unknown:
-        raise ValueError(f"unknown SICK split {unknown[0]!r} (SICK has {', '.join(SICK_SPLITS)})")
-    rows = pairs[pairs["SemEval_set"].isin(splits)].sort_values("pair_ID", kind="stable")
-    entail = rows[rows["entailment_label"] == "ENTAILMENT"]
-    contra = rows[rows["entailment_label"] == "CONTRADICTION"]
+    """One triplet per entailment pair of `splits` (sentence_A entails sentence_B) of
+    readers.read_sick's frame: anchor A, positive B, and as negative a sentence B that A
+    contradicts (same split), else null. A premise with several of each pairs its i-th
+    entailment (by pair id) with its (i mod n)-th contradiction, so each negative is used
+    about equally."""
+    rows = sick_split(pairs, splits)
+    entail = rows[rows["entailment"] == "entailment"]
+    contra = rows[rows["entailment"] == "contradiction"]
     negatives = {
-        (split, anchor): list(zip(group["sentence_B"], group["pair_ID"], strict=True))
-        for (split, anchor), group in contra.groupby(["SemEval_set", "sentence_A"], sort=False)
+        (split, anchor): list(zip(group["sentence2"], group["pair_id"], strict=True))
+        for (split, anchor), group in contra.groupby(["split", "sentence1"], sort=False)
     }
     out, seen = [], {}
     for pair_id, anchor, positive, split in entail[
-        ["pair_ID", "sentence_A", "sentence_B", "SemEval_set"]
+        ["pair_id", "sentence1", "sentence2", "split"]
     ].itertuples(index=False):
         options = negatives.get((split, anchor), [])
         i = seen[(split, anchor)] = seen.get((split, anchor), -1) + 1

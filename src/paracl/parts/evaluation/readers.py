@@ -2,10 +2,10 @@
 
 Every reader returns a DataFrame with `sentence1`, `sentence2` (None for single-sentence
 tasks) and `label` (float for scores, str for classes), plus any split column the
-format carries. Quirks (see ../shared/data/README.md): SICK has CRLF endings and no
-final newline; MRPC starts with a UTF-8 BOM; the original STS-B rows may carry 7 or
-more fields; STS15/16 gold files mark unscored pairs with a blank line; CoLA has no
-header. A malformed line raises InputError naming the file and the line number; so
+format carries. Quirks (see ../shared/data/README.md): SICK has CRLF endings, no
+final newline and sentences ending in a space (stripped: _read_sick_layout); MRPC
+starts with a UTF-8 BOM; the original STS-B rows may carry 7 or more fields; STS15/16
+gold files mark unscored pairs with a blank line; CoLA has no header. A malformed line raises InputError naming the file and the line number; so
 does an empty file (damage; an absent file is a task not available offline) and one
 that is not UTF-8 text.
 """
@@ -134,25 +134,44 @@ def read_sts_year(folder: str | Path) -> dict[str, pd.DataFrame]:
     return subsets
 
 
+NLI_LABELS = ("entailment", "neutral", "contradiction")  # SICK's and JSICK's, lower-cased
+SICK_SPLITS = ("train", "trial", "test")  # SICK's SemEval_set and JSICK's data, lower-cased
+
+
+def _sick_row(path: str | Path, i: int, cells: list[str]) -> tuple:
+    """One SICK-layout row, cells (a, b, score, label, split, pair id) stripped: checked,
+    a bad value a one-line error naming the file and line."""
+    a, b, score, label, split, pair_id = (c.strip() for c in cells)
+    if label.lower() not in NLI_LABELS:
+        raise InputError(f"{path}:{i}: entailment label {label!r} is not one of {NLI_LABELS}")
+    if split.lower() not in SICK_SPLITS:
+        raise InputError(f"{path}:{i}: split {split!r} is not one of {SICK_SPLITS}")
+    if not (pair_id.isascii() and pair_id.isdigit()):
+        raise InputError(f"{path}:{i}: pair_ID {pair_id!r} is not a number")
+    return a, b, _float(score, path, i), label.lower(), split.lower(), int(pair_id)
+
+
 def _read_sick_layout(path: str | Path, a: str, b: str, score: str, label: str, split: str):
-    """SICK and JSICK share one layout under different column names (read by header)."""
-    idx = _header_index(path, [split, a, b, label, score])
+    """SICK and JSICK share one layout under different column names (read by header).
+
+    Whitespace rule: each cell read loses its leading and trailing whitespace and keeps
+    what is inside. SICK.txt ends 51 sentence_A and 53 sentence_B cells with a space;
+    SentEval's SICK loader splits sentences on whitespace (SimCSE re-joins the tokens with
+    single spaces), so the text an encoder sees has none at either end either."""
+    names = [a, b, score, label, split, "pair_ID"]
+    idx = _header_index(path, names)
     n = max(idx.values()) + 1
     rows = [
-        (
-            p[idx[a]],
-            p[idx[b]],
-            _float(p[idx[score]], path, i),
-            p[idx[label]].lower(),
-            p[idx[split]].lower(),
-        )
-        for i, p in _fields(path, n, header=True)
+        _sick_row(path, i, [p[idx[k]] for k in names]) for i, p in _fields(path, n, header=True)
     ]
-    return pd.DataFrame(rows, columns=[*COLUMNS, "entailment", "split"])
+    return pd.DataFrame(rows, columns=[*COLUMNS, "entailment", "split", "pair_id"])
 
 
 def read_sick(path: str | Path) -> pd.DataFrame:
-    """SICK.txt: columns by header name; label = relatedness, entailment lower-cased."""
+    """SICK.txt, the one SICK reader (evaluation's SICK-R and SICK-E, stages nli_triplets
+    and nli_pairs): sentence1/2 = sentence_A/B, label = relatedness_score (float),
+    entailment and split (SemEval_set) lower-cased, pair_id (int); columns by header
+    name, cells stripped (_read_sick_layout). Callers pick their split and columns."""
     return _read_sick_layout(
         path, "sentence_A", "sentence_B", "relatedness_score", "entailment_label", "SemEval_set"
     )
