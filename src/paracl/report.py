@@ -505,11 +505,12 @@ def render_sources() -> str:
 
 
 def render_tasks() -> str:
-    """The evaluation task registry: metric, group, the paper's split sizes, hyperparameters."""
-    from paracl.parts.evaluation.tasks import TASKS
+    """The evaluation task registry: metric, group, the paper's split sizes, hyperparameters
+    (a task on a second paper's recipe, tasks.STILTS, beside it)."""
+    from paracl.parts.evaluation.tasks import STILTS, TASKS
 
     table = []
-    for name, t in TASKS.items():
+    for name, t in {**TASKS, **STILTS}.items():
         sizes = getattr(t, "paper_sizes", None)
         sizes = " / ".join(f"{n:,}" for n in sizes) if sizes else "–"
         table.append([f"`{name}` ({t.title})", t.lang, t.metric, t.group, sizes,

@@ -361,3 +361,89 @@ def test_the_stilts_rows_follow_train_intermediate_tasks_in_the_stage_and_the_su
     runs = {**params["train_contrastive"]["runs"], "stilts": {"method": "stilts"}}
     only = summary.finetune_only(params["evaluate"], runs, params["train_intermediate"])
     assert only == {"cola": {"none", "stilts"}, "stsb": set()}
+
+
+# --- the §6 fine-tuning recipe (tasks.STILTS) ---------------------------------------------
+
+
+def test_a_stilts_variant_reads_its_tasks_data_on_section_6s_recipe(tmp_path):
+    """`<task>_stilts`: the same files, splits and metric as the task, on §6.1's recipe (10
+    epochs under 10k training pairs, else 3; lr 2e-5, batch 32); the task keeps EBSIM's."""
+    from paracl.parts.evaluation import tasks
+
+    assert set(tasks.STILTS) == {"mrpc_stilts", "qqp_stilts", "stsb_stilts"}
+    assert set(tasks.STILTS) <= set(tasks.FINETUNE_JOBS)
+    epochs = {"mrpc_stilts": 10, "qqp_stilts": 3, "stsb_stilts": 10}
+    for name, variant in tasks.STILTS.items():
+        task = tasks.get_task(variant.variant_of)
+        assert tasks.get_task(name) is variant and tasks.base_task(name) == task.name
+        assert (variant.splits, variant.metric, variant.labels) == (
+            task.splits, task.metric, task.labels)  # fmt: skip
+        assert (task.epochs, task.lr, task.hp_source) == (3, 5e-5, tasks.EBSIM)
+        assert (variant.epochs, variant.lr, variant.batch_size) == (epochs[name], 2e-5, 32)
+        assert variant.hp_source.startswith("round-trip paper §6.1")
+    for name in ("cola", "rte"):  # the registry's own §6 tasks share the one source
+        assert tasks.get_task(name).hp_source == tasks.RT_SMALL
+    raw = _raw(tmp_path)
+    plain, variant = (load_task(n, raw, 1, missing="resplit") for n in ("stsb", "stsb_stilts"))
+    for split in ("train", "dev", "test"):
+        assert getattr(plain, split).equals(getattr(variant, split))
+
+
+def _paper_en(tmp_path: Path) -> dict:
+    """paper-en's params, resolved as `paracl preset paper-en` writes them."""
+    import shutil
+
+    from paracl import presets
+
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    presets.apply_preset(
+        presets.load_preset("paper-en", REPO / "presets"), tmp_path / "params.yaml"
+    )
+    return load_params(tmp_path / "params.yaml")
+
+
+def test_paper_en_fine_tunes_stilts_rows_on_section_6_and_ebsims_rows_on_ebsims(tmp_path):
+    """What evaluate_finetune runs for each (run, task) of paper-en: every STILTs row
+    (the start run, Table 5's fine-tuning row, and each arm) on the 8 GLUE tasks at §6.1's
+    recipe; EBSIM's rows on MRPC, QQP, STS-B at EBSIM's; Table 5 fills its columns."""
+    from paracl.parts.evaluation.tasks import base_task
+    from paracl.stages.evaluate_finetune import recipe, skipped
+
+    params = _paper_en(tmp_path)
+    ev, stilts = params["evaluate"], params["train_intermediate"]
+    rows = [stilts["start"], *stilts["arms"]]
+    assert stilts["start"] == "bert_large_none" and len(stilts["arms"]) == 50
+    small = {"cola", "mrpc", "stsb", "rte"}  # under 10k training pairs (§6.1)
+    ran = {
+        run: {t: recipe(t, ev) for t in ev["finetune_tasks"] if skipped(params, run, t) is None}
+        for run in ev["finetune_runs"]
+    }
+    for run in rows:
+        assert {base_task(t) for t in ran[run]} == set(st.TASK_ORDER) - {"mnli_mm"}, run
+        for t, hp in ran[run].items():
+            epochs = 10 if base_task(t) in small else 3
+            assert hp == {"epochs": epochs, "lr": 2e-5, "batch_size": 32}, (run, t)
+    ebsim = [r for r in ev["finetune_runs"] if r == "none" or r.startswith("ebsim")]
+    assert len(ebsim) == 11 and "bert_large_none" not in ebsim
+    for run in ebsim:
+        assert {"mrpc", "qqp", "stsb"} <= set(ran[run]) and not set(ran[run]) & {
+            "mrpc_stilts", "qqp_stilts", "stsb_stilts", "cola", "mnli"}  # fmt: skip
+        for t in ("mrpc", "qqp", "stsb"):
+            assert ran[run][t] == {"epochs": 3, "lr": 5e-5, "batch_size": 32}, (run, t)
+
+
+def test_table5_reads_a_stilts_variants_job_as_its_tasks_column():
+    """A STILTs row's `mrpc_stilts` job fills Table 5's MRPC column (its `mrpc` job is not
+    run); a row without the variant (effect-en-stilts) keeps its `mrpc` job."""
+    results, groups = _results()
+    not_run = {"skipped": "not run", "score": None, "not_run": True}
+    for run, (by, tasks) in JOBS.items():
+        arm = None if run == "none" else run
+        results[run] |= {"mrpc": not_run, "mrpc_stilts": _job("f1", tasks["rte"], by, arm)}
+    table = st.stilts_tables(results, groups)
+    assert table["tasks"] == ["cola", "mrpc", "rte"]
+    assert table["rows"]["stilts"]["mrpc"]["median_dev"] == 61
+    assert table["rows"]["finetune"]["mrpc"] == table["rows"]["finetune"]["rte"]
+    plain = {"a": {"mrpc": {"score": 1}, "mrpc_stilts": not_run}}
+    assert st.by_column(plain) == {"a": {"mrpc": {"score": 1}}}

@@ -9,6 +9,9 @@ its training record (`intermediate`, written by train_intermediate and copied by
 evaluate_finetune): the run it started from (the fine-tuning row), and what paraphrased
 its pairs (none: STILTs; roundtrip_greedy; a `<SIMxx><BLEUyy>` cell).
 
+Columns are tasks: a STILTS variant's job (tasks.STILTS, `mrpc_stilts`: MRPC on §6's own
+recipe, which paper-en's STILTs rows run where EBSIM's rows run `mrpc`) fills its task's.
+
 Scores as the paper's: each cell is the test score of the fine-tuning seed whose dev score
 is the median (evaluate_finetune's `test_at_median_dev`; a row of several runs: their
 mean), on the paper's measure (STS-B: Pearson, which the jobs record beside Spearman). Table 5's
@@ -27,7 +30,7 @@ import numpy as np
 
 from paracl.core.tables import markdown_table
 from paracl.parts.evaluation.ebsim_tables import seed_values, stat, welch
-from paracl.parts.evaluation.tasks import get_task
+from paracl.parts.evaluation.tasks import STILTS, get_task
 
 # Table 5's columns in the paper's order (those a run fine-tuned are shown)
 TASK_ORDER = ("cola", "sst2", "mrpc", "qqp", "stsb", "mnli", "mnli_mm", "qnli", "rte")
@@ -105,6 +108,20 @@ def with_mismatched(results: dict) -> dict:
     return out
 
 
+def by_column(results: dict) -> dict:
+    """`results` keyed by Table 5's columns: a run's STILTS variant job (`mrpc_stilts`: the
+    task on §6's recipe, which the STILTs rows run) read as its task's (`mrpc`) where the
+    run fine-tuned it; a run that did not keeps the task's own job."""
+    out = {}
+    for run, jobs in results.items():
+        cols = {t: j for t, j in jobs.items() if t not in STILTS}
+        for t, j in jobs.items():
+            if t in STILTS and not (j or {}).get("not_run"):
+                cols[STILTS[t].variant_of] = j
+        out[run] = cols
+    return out
+
+
 def _tasks(results: dict, groups: dict, row: str) -> list[str]:
     found = {t for r in groups[row] for t, j in results.get(r, {}).items()
              if j and j.get("kind") == "finetune" and not j.get("not_run")}  # fmt: skip
@@ -117,7 +134,7 @@ def stilts_tables(results: dict, groups: dict[str, list[str]]) -> dict | None:
     roles = arm_roles(results, groups)
     if roles is None or "stilts" not in roles:
         return None
-    results = with_mismatched(results)
+    results = with_mismatched(by_column(results))
     tasks = _tasks(results, groups, roles["stilts"])
 
     def score(row: str | None, task: str) -> dict | None:

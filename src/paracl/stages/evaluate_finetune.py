@@ -195,6 +195,15 @@ def cap_splits(data: TaskData, caps: dict[str, int | None], seed: int) -> dict:
     return records
 
 
+def recipe(task: str, cfg: dict) -> dict:
+    """The epochs, lr and batch_size a job fine-tunes `task` with: the registry's (the
+    task's paper: one entry per recipe, e.g. `mrpc_stilts`) where the evaluate section
+    (`cfg`) leaves them null."""
+    t = get_task(task)
+    paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size}
+    return {k: cfg[k] or v for k, v in paper.items()}
+
+
 def _finetune(
     task: str, encoder_dir, cfg: dict, seed: int, device, precision: str, seeds: list[int]
 ) -> dict:
@@ -209,9 +218,8 @@ def _finetune(
     samples = cap_splits(data, caps, seed)
     for name, df in data.eval_sets.items():  # zero-shot / cross-lingual sets: test's cap
         data.eval_sets[name], samples[name] = sample_rows(df, caps["test"], seed, "label")
-    # epochs, lr and batch_size: the task's paper values where the section leaves them null
     paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size}
-    section = {**cfg, **{k: cfg[k] or v for k, v in paper.items()}}
+    section = {**cfg, **recipe(task, cfg)}
     ft = from_section(FinetuneConfig, section, precision=precision)
     out = finetune_task(encoder_dir, data, ft, seeds, device)
     note = "the paper's splits" if data.official_split else "; ".join(

@@ -100,8 +100,9 @@ class Task:
     # (fraction, seed) of a dev carved from train whatever the caller's seed: training (any
     # seed) and evaluation then hold out the same pairs, so no run trains on its dev.
     fixed_carve: tuple[float, int] | None = None
-    # A few-shot variant (FEW_SHOT) of task `variant_of`: its train split is a seeded sample
-    # of `train_cap` pairs whatever evaluate.max_train says (EBSIM's Figure 2 offline)
+    # A variant of task `variant_of` (its data, splits and metric): few-shot (FEW_SHOT), its
+    # train split a seeded sample of `train_cap` pairs whatever evaluate.max_train says
+    # (EBSIM's Figure 2 offline), or on another paper's fine-tuning recipe (STILTS)
     train_cap: int | None = None
     variant_of: str | None = None
 
@@ -162,6 +163,10 @@ BINARY = ("0", "1")
 EBSIM = "EBSIM paper Table 1"
 RT_SMALL = "round-trip paper §6.1 (small GLUE tasks: 10 epochs, lr 2e-5, batch 32)"
 RT_LARGE = "round-trip paper §6.1 (tasks > 10k pairs: 3 epochs, lr 2e-5, batch 32)"
+# The round-trip paper's §6.1 fine-tuning recipes, the one source of its GLUE tasks' values
+# (TASKS) and of the STILTS variants': 10 epochs under 10k training pairs, else 3
+RT_SMALL_HP = {"epochs": 10, "lr": 2e-5, "batch_size": 32, "hp_source": RT_SMALL}
+RT_LARGE_HP = {"epochs": 3, "lr": 2e-5, "batch_size": 32, "hp_source": RT_LARGE}
 PPDB = "not given in the PPDB paper; EBSIM Table 1's BERT-base setting (3 epochs, 5e-5, 32)"
 
 SICK_SIZES = (4_439, 495, 4_906)
@@ -272,7 +277,7 @@ TASKS: dict[str, Task] = {
         Task(
             "cola", "CoLA", EN, "classification", "mcc",
             splits={"dev": Split("glue/CoLA/dev.tsv", readers.read_cola)},
-            labels=BINARY, group="GLUE", epochs=10, hp_source=RT_SMALL, lr=2e-5,
+            labels=BINARY, group="GLUE", **RT_SMALL_HP,
             source="GLUE CoLA (nyu-mll; offline: dev only)", extra={"single": True},
         ),
         Task(
@@ -281,7 +286,7 @@ TASKS: dict[str, Task] = {
                 "train": Split("glue/SST-2/train.tsv", _glue("sentence", None, "label")),
                 "test": Split("glue/SST-2/dev.tsv", _glue("sentence", None, "label")),
             },
-            labels=BINARY, group="GLUE", hp_source=RT_LARGE, lr=2e-5, test_from_dev=True,
+            labels=BINARY, group="GLUE", **RT_LARGE_HP, test_from_dev=True,
             source="GLUE SST-2", extra={"single": True},
         ),
         Task(
@@ -306,8 +311,7 @@ TASKS: dict[str, Task] = {
             # GLUE's QNLIv2.zip (source qnli) unpacks to qnli/QNLI/
             splits={s: Split(f"qnli/QNLI/{f}.tsv", _glue("question", "sentence", "label"))
                     for s, f in (("train", "train"), ("test", "dev"))},
-            labels=("entailment", "not_entailment"), group="GLUE", hp_source=RT_LARGE, lr=2e-5,
-            test_from_dev=True,
+            labels=("entailment", "not_entailment"), group="GLUE", **RT_LARGE_HP, test_from_dev=True,
             source="GLUE QNLI v2 (not in the offline mirror)",
         ),
         Task(
@@ -316,15 +320,15 @@ TASKS: dict[str, Task] = {
                 "train": Split("glue/RTE/train.tsv", _glue("sentence1", "sentence2", "label")),
                 "test": Split("glue/RTE/dev.tsv", _glue("sentence1", "sentence2", "label")),
             },
-            labels=("entailment", "not_entailment"), group="GLUE", epochs=10,
-            hp_source=RT_SMALL, lr=2e-5, test_from_dev=True, source="GLUE RTE",
+            labels=("entailment", "not_entailment"), group="GLUE", **RT_SMALL_HP,
+            test_from_dev=True, source="GLUE RTE",
         ),
         Task(
             "mnli", "MNLI", EN, "classification", "accuracy",
             # MultiNLI 1.0's JSON Lines (SNLI's format; source multinli, also SimCSE's data)
             splits={s: Split(f"multinli/multinli_1.0/multinli_1.0_{f}.jsonl", readers.read_snli)
                     for s, f in (("train", "train"), ("test", "dev_matched"))},
-            labels=NLI, group="GLUE", hp_source=RT_LARGE, lr=2e-5, test_from_dev=True,
+            labels=NLI, group="GLUE", **RT_LARGE_HP, test_from_dev=True,
             source="GLUE MNLI (not in the offline mirror)",
             # MNLI-mm (round-trip paper Table 5): the same model on the mismatched genres
             eval_sets={"mismatched": Split("multinli/multinli_1.0/multinli_1.0_dev_mismatched.jsonl",
@@ -444,9 +448,36 @@ FEW_SHOT = {
 }
 
 
+# The round-trip paper's §6 fine-tunes every GLUE task on its own recipe (§6.1, RT_*_HP);
+# MRPC, QQP and STS-B carry EBSIM's in TASKS (its Table 2 and the PPDB paper's Table 3
+# rows). `<task>_stilts` is the task (same data, splits, metric) on §6's recipe, which the
+# STILTs rows run (paper-en's train_intermediate.tasks), so no column mixes two recipes.
+STILTS_RECIPES = {"mrpc": RT_SMALL_HP, "qqp": RT_LARGE_HP, "stsb": RT_SMALL_HP}
+
+
+def on_recipe(task: Task, hp: dict, suffix: str, note: str) -> Task:
+    """`task` fine-tuned with the epochs, lr, batch_size and hp_source of `hp`, as a task
+    of its own (`<name>_<suffix>`, titled with `note`): one registry entry per recipe."""
+    return replace(task, name=f"{task.name}_{suffix}", title=f"{task.title} ({note})",
+                   variant_of=task.name, **hp)  # fmt: skip
+
+
+STILTS = {
+    v.name: v for v in (on_recipe(TASKS[t], hp, "stilts", "§6") for t, hp in STILTS_RECIPES.items())
+}
+
+
+def base_task(name: str) -> str:
+    """The task whose data a job reads: a STILTS variant's own task, else `name` (Table 5's
+    column of `mrpc_stilts` is MRPC)."""
+    return STILTS[name].variant_of if name in STILTS else name
+
+
 def get_task(name: str) -> Task:
     if name in FEW_SHOT:
         return FEW_SHOT[name]
+    if name in STILTS:
+        return STILTS[name]
     if name not in TASKS:
         raise KeyError(f"unknown task {name!r} (known: {', '.join(sorted(TASKS))})")
     return TASKS[name]
@@ -472,7 +503,7 @@ DOMAIN = {  # JCSE's domain tasks: clinical STS by cosine, educational question 
               "group": TABLE6},
 }  # fmt: skip
 EMBEDDING_JOBS = (*UNSUP, *PI, *PI_XLING, *DOMAIN)
-FINETUNE_JOBS = (*TASKS, *FEW_SHOT)
+FINETUNE_JOBS = (*TASKS, *FEW_SHOT, *STILTS)
 JOBS = (*EMBEDDING_JOBS, *FINETUNE_JOBS)
 
 
