@@ -19,6 +19,14 @@ from paracl.core.errors import InputError, ParamsError
 from paracl.core.io import read_parquet, write_parquet
 from paracl.parts import stilts_tables as st
 from paracl.parts.evaluation.tasks import load_task
+from paracl.parts.finetune import tuning
+from paracl.parts.finetune.saved_head import (
+    HEAD_INFO,
+    HEAD_WEIGHTS,
+    load_with_head,
+    save_head,
+    score_with_head,
+)
 from paracl.parts.finetune.tuning import (
     FinetuneConfig,
     finetune_once,
@@ -103,9 +111,12 @@ def test_nli_pairs_bad_params_are_one_line_errors(project, cfg, message):
 FAST = {"epochs": 2, "lr": 1e-3, "batch_size": 4, "max_seq_length": 32, "mini_batch_size": None}
 
 
-def _arm(project: Path, start: Path, arm: str, entry: dict, out: str = "models/encoders") -> dict:
-    """Stage train_intermediate@arm from `start` (a plain transformers folder), its metrics."""
-    params = _params(train_intermediate={**FAST, "arms": {arm: entry}})
+def _arm(
+    project: Path, start: Path, arm: str, entry: dict, out: str = "models/encoders", **section
+) -> dict:
+    """Stage train_intermediate@arm from `start` (a plain transformers folder), its metrics;
+    `section`: more train_intermediate keys."""
+    params = _params(train_intermediate={**FAST, "arms": {arm: entry}, **section})
     params["precision"] = "fp32"
     Path("metrics/train").mkdir(parents=True, exist_ok=True)
     Path("metrics/train/none.json").write_text(json.dumps({"model": {"id": "tiny"}}))
@@ -199,6 +210,8 @@ BAD_ARMS = [
     ({"start": "nobody"}, "'train_intermediate.start': 'nobody' is not a run"),
     ({"arms": {"none": {"input": "x.parquet"}}}, "'train_intermediate.arms.none': a run"),
     ({"tasks": ["cola"]}, "'train_intermediate.tasks': 'cola' is not a task of"),
+    ({"same_task": "mnli"}, "'train_intermediate.same_task': 'mnli' is not a task the STILTs"),
+    ({"same_task": "stsb"}, "'train_intermediate.same_task': 'stsb' is not a 3-way NLI task"),
 ]
 
 
@@ -447,3 +460,233 @@ def test_table5_reads_a_stilts_variants_job_as_its_tasks_column():
     assert table["rows"]["finetune"]["mrpc"] == table["rows"]["finetune"]["rte"]
     plain = {"a": {"mrpc": {"score": 1}, "mrpc_stilts": not_run}}
     assert st.by_column(plain) == {"a": {"mrpc": {"score": 1}}}
+
+
+# --- the intermediate classifier scored as its own task (same_task: MNLI, §6.1) -----------
+
+NLI = ("entailment", "neutral", "contradiction")
+
+
+def _mnli(raw: Path) -> None:
+    """MultiNLI 1.0's files, tiny: 30 train pairs (10 a label) and one without consensus,
+    6 dev_matched and 6 dev_mismatched pairs (the mnli task's test and MNLI-mm)."""
+    folder = raw / "multinli" / "multinli_1.0"
+    folder.mkdir(parents=True)
+    for name, n in (("train", 30), ("dev_matched", 6), ("dev_mismatched", 6)):
+        rows = [{"sentence1": f"the {name} cat number {i} sits", "sentence2": f"a pet {i}",
+                 "gold_label": NLI[i % 3]} for i in range(n)]  # fmt: skip
+        rows.append({"sentence1": "no", "sentence2": "consensus", "gold_label": "-"})
+        path = folder / f"multinli_1.0_{name}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _ft(**over) -> FinetuneConfig:
+    values = dict(epochs=1, lr=1e-3, batch_size=4, max_seq_length=32, patience=1,
+                  precision="fp32", train_layers=None, length_grouping=False,
+                  mini_batch_size=None, finetune_head="last_token")  # fmt: skip
+    return FinetuneConfig(**{**values, **over})
+
+
+@pytest.mark.parametrize("model", ["tiny_bert", "tiny_llama"])
+def test_an_arm_on_mnli_keeps_its_head_and_its_mnli_job_scores_it_without_fine_tuning(
+    project, model, request, monkeypatch
+):
+    """same_task: mnli (paper-en): the arm's encoder and saved head are the intermediate
+    classifier (they score SICK TRIAL as train_intermediate scored it), and evaluate_finetune's
+    mnli job of the arm scores it on MNLI-m and -mm: one run, its training seed, no dev,
+    no fine-tuning step; Table 5 reads both columns from it."""
+    from paracl.stages import evaluate_finetune
+
+    start = request.getfixturevalue(model)
+    _mnli(Path("data/raw"))
+    run_stage("nli_pairs", _params(nli_pairs={"source": "multinli"}))
+    entry = {"input": str(PAIRS), "with_original": False}
+    metrics = _arm(project, start, "stilts", entry, same_task="mnli")
+    encoder = Path("models/encoders/stilts")
+    assert (encoder / HEAD_WEIGHTS).is_file() and (encoder / HEAD_INFO).is_file()
+    assert metrics["intermediate_head"]["scored_as"] == "mnli"
+    assert metrics["intermediate_head"]["labels"] == list(NLI)
+    sick = load_task("sicke", "data/raw", 0)
+    sick.test, sick.eval_sets = sick.dev, {}
+    again = score_with_head(encoder, sick, _ft(), CPU)["test"]
+    assert again["accuracy"] == pytest.approx(metrics["dev"]["accuracy"])
+    assert again["macro_f1"] == pytest.approx(metrics["dev"]["macro_f1"])
+
+    def no_fine_tuning(*args, **kwargs):
+        raise AssertionError("the arm's mnli job fine-tuned")
+
+    monkeypatch.setattr(evaluate_finetune, "finetune_task", no_fine_tuning)
+    monkeypatch.setattr(tuning, "finetune_once", no_fine_tuning)
+    params = _params(
+        train_intermediate={**FAST, "arms": {"stilts": entry}, "tasks": ["mnli"],
+                            "same_task": "mnli"},
+        evaluate={"finetune_tasks": ["mnli"], "finetune_methods": ["none"]},
+    )  # fmt: skip
+    params["precision"] = "fp32"
+    params["evaluate"]["finetune_runs"] = finetune_runs(params)
+    run_main("evaluate_finetune", params, "stilts", "mnli", str(encoder),
+             "metrics/train/stilts-encoders.json", "out.json")  # fmt: skip
+    job = json.loads(Path("out.json").read_text())
+    assert job["scored"] == evaluate_finetune.HEAD_NOTE and job["intermediate"]["arm"] == "stilts"
+    assert [r["seed"] for r in job["runs"]] == [metrics["seed"]] and job["test"]["n"] == 1
+    assert job["dev_score"] is None and job["runs"][0]["dev"] is None
+    assert job["sizes"] == {"test": 6, "mismatched": 6}
+    direct = score_with_head(encoder, load_task("mnli", "data/raw", 0), _ft(), CPU)
+    assert job["score"] == pytest.approx(direct["test"]["accuracy"])
+    mm = direct["eval_sets"]["mismatched"]["accuracy"]
+    table = st.with_mismatched({"stilts": {"mnli": job}})["stilts"]
+    assert table["mnli"]["test_at_median_dev"] == pytest.approx(job["score"])
+    assert table["mnli_mm"]["test_at_median_dev"] == pytest.approx(mm)
+
+
+def test_an_arm_without_same_task_saves_no_head(project, tiny_bert):
+    """effect-en-stilts (SICK, no target task): the encoder alone, as before."""
+    run_stage("nli_pairs", _params())
+    metrics = _arm(project, tiny_bert, "stilts", {"input": str(PAIRS), "with_original": False})
+    assert "intermediate_head" not in metrics
+    assert not (Path("models/encoders/stilts") / HEAD_WEIGHTS).exists()
+
+
+def test_an_arm_whose_pairs_are_not_the_same_tasks_data_is_refused(project):
+    """same_task: mnli with SICK's pairs would score a SICK classifier as MNLI."""
+    info = {"input": str(PAIRS), "training_data": {"source": "sick"}}
+    with pytest.raises(ParamsError, match="'train_intermediate.same_task': mnli's data") as err:
+        ti.check_same_data("stilts", info, "mnli")
+    assert "\n" not in str(err.value)
+    assert (
+        ti.check_same_data("stilts", {**info, "training_data": {"source": "sick"}}, "sicke") is None
+    )
+
+
+def test_the_saved_heads_classes_are_matched_to_the_tasks_by_name(tiny_bert, project):
+    """A head whose classes are in another order scores the same (each class mapped by
+    name); a head of other classes is refused, naming the file."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    shutil.copytree(tiny_bert, "enc")
+    data = load_task("sicke", "data/raw", 0)
+    torch.manual_seed(0)
+    model, reads = tuning.task_model("enc", AutoTokenizer.from_pretrained("enc"), data.task,
+                                     "last_token")  # fmt: skip
+    save_head(model, "enc", NLI, reads)
+    first, tok, _, order = load_with_head("enc", data.task)
+    assert order.tolist() == [0, 1, 2]
+    state = load_file("enc/" + HEAD_WEIGHTS)
+    reverse = {k: v.flip(0) for k, v in state.items()}  # classes contradiction, neutral, entailment
+    model.load_state_dict(reverse, strict=False)
+    save_head(model, "enc", NLI[::-1], reads)
+    second, _, _, order = load_with_head("enc", data.task)
+    assert order.tolist() == [2, 1, 0]
+    a, b = (
+        tuning.predict(m, tok, data.test, _ft(), CPU, regression=False) for m in (first, second)
+    )
+    assert (a == order[b]).all() and (b == 2 - a).all()
+    Path("enc", HEAD_INFO).write_text(json.dumps({"labels": ["0", "1", "2"], "head": reads}))
+    with pytest.raises(InputError, match=r"intermediate_head.json: the head's classes"):
+        load_with_head("enc", data.task)
+
+
+def test_the_last_epoch_rule_keeps_the_last_epoch_where_dev_peaked_earlier(
+    tiny_bert, project, monkeypatch
+):
+    """patience None (train_intermediate.finetune_epoch: last): every epoch runs and the
+    last weights are scored, as a best-epoch run whose dev rises to the end; the best-epoch
+    rule on a dev that peaks at epoch 1 keeps epoch 1."""
+    real, curve = tuning._score, []
+
+    def dev_curve(data, df, pred, metrics):  # dev: the scores of `curve`, one a call
+        return {metrics[0]: curve.pop(0)} if df is data.dev else real(data, df, pred, metrics)
+
+    monkeypatch.setattr(tuning, "_score", dev_curve)
+    data = load_task("sicke", "data/raw", 0)
+    curve[:] = [0.9, 0.5, 0.1]
+    falling = finetune_once(tiny_bert, data, _ft(epochs=3, patience=3), 1, CPU)
+    assert (falling["best_epoch"], falling["epochs_run"], falling["dev"]) == (1, 3, 0.9)
+    curve[:] = [0.7]
+    last = finetune_once(tiny_bert, data, _ft(epochs=3, patience=None), 1, CPU)
+    assert (last["best_epoch"], last["epochs_run"], last["dev"], curve) == (3, 3, 0.7, [])
+    curve[:] = [0.1, 0.5, 0.9]
+    rising = finetune_once(tiny_bert, data, _ft(epochs=3, patience=3), 1, CPU)
+    assert rising["best_epoch"] == 3 and rising["test"] == last["test"]
+    assert rising["train_loss"] == last["train_loss"]
+
+
+def test_paper_en_scores_the_arms_mnli_and_keeps_the_last_epoch_of_every_stilts_row(tmp_path):
+    """paper-en: each arm's mnli job scores its classifier (the start run's is fine-tuned:
+    Table 5's fine-tuning row); every STILTs row keeps the last epoch, every other row the
+    best on dev; effect-en-stilts keeps the best epoch and fine-tunes every task."""
+    from paracl.stages.evaluate_finetune import job_section, scores_head
+
+    params = _paper_en(tmp_path)
+    stilts = params["train_intermediate"]
+    assert (stilts["same_task"], stilts["finetune_epoch"]) == ("mnli", "last")
+    for run in params["evaluate"]["finetune_runs"]:
+        row = run in stilts["arms"] or run == stilts["start"]
+        assert job_section(params, run)["patience"] == (None if row else 3), run
+        assert scores_head(params, run, "mnli") == (run in stilts["arms"]), run
+        assert not scores_head(params, run, "rte")
+    import shutil
+
+    from paracl import presets
+
+    path = tmp_path / "effect.yaml"
+    shutil.copy(REPO / "params.yaml", path)
+    for name in ("effect-en", "effect-en-roundtrip", "effect-en-stilts"):
+        presets.apply_preset(presets.load_preset(name, REPO / "presets"), path)
+    effect = load_params(path)
+    assert effect["train_intermediate"]["same_task"] is None
+    for run in effect["evaluate"]["finetune_runs"]:
+        assert job_section(effect, run) is effect["evaluate"] and not scores_head(
+            effect, run, "rte"
+        )
+
+
+def _one_run(test: float, mm: float, by, arm) -> dict:
+    """An arm's mnli job scored from its classifier: one run, no dev (evaluate_finetune)."""
+    run = {"seed": 42, "dev": None, "test": {"accuracy": test},
+           "eval_sets": {"mismatched": {"accuracy": mm}}}  # fmt: skip
+    return {"kind": "finetune", "metric": "accuracy", "runs": [run], "score": test,
+            "dev_score": None, "test_at_median_dev": test, "score_std": None,
+            "eval_sets": {"mismatched": {"mean": mm}},
+            "intermediate": {"arm": arm, "start_run": "none", "augmented_by": by}}  # fmt: skip
+
+
+def test_an_arms_mnli_cell_is_its_one_run_and_its_claims_are_not_testable():
+    """Table 5's MNLI-m/mm cells of the arms are their one unselected run; no tag cell is
+    chosen on dev for them, so the paraphraser's claims there are listed as not testable,
+    and a claim on one seed a side reads "not testable: one seed", never holds."""
+    results, groups = _results()
+    seeds = [(70, 70), (71, 71), (72, 72)]
+    results["none"]["mnli"] = _job("accuracy", seeds)
+    results["none"]["mnli"]["runs"] = [{**r, "eval_sets": {"mismatched": {"accuracy": 60}}}
+                                       for r in results["none"]["mnli"]["runs"]]  # fmt: skip
+    results["none"]["mnli"]["eval_sets"] = {"mismatched": {"mean": 60}}
+    for i, (run, (by, _)) in enumerate(JOBS.items()):
+        if run != "none":
+            results[run]["mnli"] = _one_run(80 + i, 75 + i, by, run)
+    one = [(40, 30)]
+    results["none"]["cola"], results["stilts"]["cola"] = _job("mcc", one), _job("mcc", one)
+    results["stilts"]["cola"]["intermediate"] = results["stilts"]["rte"]["intermediate"]
+    table = st.stilts_tables(results, groups)
+    assert table["tasks"] == ["cola", "mnli", "mnli_mm", "rte"]
+    assert table["rows"]["stilts"]["mnli"]["median_dev"] == 81
+    assert table["rows"]["stilts"]["mnli_mm"]["median_dev"] == 76
+    assert (
+        table["rows"]["stilts"]["mnli"]["n"] == 1 and table["rows"]["stilts"]["mnli"]["dev"] is None
+    )
+    assert table["best"]["mnli"] == "SIM70_BLEU20" and table["best_by_dev"]["mnli"] is None
+    claims = {c["claim"]: c for c in st.stilts_claims(table)}
+    for t in ("MNLI", "MNLI-mm"):
+        assert (
+            claims[f"Round trip §6: + paraphraser above + round trip on {t}"]["untested"]
+            == st.NO_DEV
+        )
+    assert claims["Round trip §6: + paraphraser above STILTs on MNLI-mm"]["untested"] == st.NO_DEV
+    cola = claims["Round trip §6: fine-tuning above STILTs on CoLA (no method helps CoLA)"]
+    assert summary.verdict(cola) == "not testable: one seed" and not cola["holds"]
+    out = summary.build_summary(results, ["cola", "rte", "mnli"], "finetune", groups)
+    text = summary.to_markdown(json.loads(json.dumps(out)))
+    assert "| MNLI-mm (accuracy) |" in text or "MNLI-mm (accuracy)" in text
+    assert st.NO_DEV in text

@@ -19,6 +19,9 @@ mean), on the paper's measure (STS-B: Pearson, which the jobs record beside Spea
 it (on test). The claims do not pick on test: the paraphraser's cell for a task is the one
 with the best mean dev score, and each claim is Welch's two-sided t-test over the
 fine-tuning seeds' test scores of the task's measure, as the rest of the summary's claims.
+An arm's MNLI job that scored its intermediate classifier (train_intermediate.same_task)
+is one run with no dev score: its cell is that run's test score, no tag cell is chosen on
+dev for MNLI, and its claims are listed as not testable (one seed).
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ ROW_TITLES = {"finetune": "fine-tuning", "stilts": "STILTs", "roundtrip": "STILT
 _CELL = re.compile(r"<SIM(\d+)><BLEU(\d+(?:_\d+)?)>")
 PAPER_METRIC = {"stsb": "pearson"}  # Table 5's measure where the registry's primary differs
 IMPROVES = ("sst2", "mrpc", "mnli_mm", "rte")  # where the paper's paraphraser beats STILTs
+NO_DEV = (  # a claim on the intermediate classifier scored as MNLI (one unselected run)
+    "not testable: one seed, and no dev score to choose the paraphraser's tag cell by"
+)
 PAPER_TABLE5 = (
     "BERT-large, GLUE test server: fine-tuning 58.5 / 94.3 / 88.3 / 72.4 / 86.8 / 86.5 / "
     "85.6 / 92.7 / 69.0; STILTs 57.0 / 94.2 / 89.0 / 71.7 / 88.9 / 86.5 / 85.6 / 92.5 / "
@@ -82,8 +88,10 @@ def cell_score(jobs: list[dict | None], metric: str) -> dict | None:
     if not jobs or any(j is None or j.get("score") is None for j in jobs):
         return None
     values = seed_values(jobs, metric)
+    devs = [j.get("dev_score") for j in jobs]  # None: the intermediate classifier, unselected
+    dev = float(np.mean(devs)) if None not in devs else None
     return {"median_dev": float(np.mean([median_dev_test(j, metric) for j in jobs])),
-            "dev": float(np.mean([j["dev_score"] for j in jobs])), **stat(values)}  # fmt: skip
+            "dev": dev, **stat(values)}  # fmt: skip
 
 
 def mismatched(job: dict | None) -> dict | None:
@@ -165,8 +173,10 @@ def _num(tag: str) -> float:
 
 
 def _best(cells: dict, task: str, key: str) -> str | None:
-    """The cell with the highest `key` on `task` (ties: the first in name order)."""
-    scored = [(v[task][key], c) for c, v in sorted(cells.items()) if v[task]]
+    """The cell with the highest `key` on `task` (ties: the first in name order); None
+    where no cell has one (no dev score: MNLI's intermediate classifier)."""
+    scored = [(v[task][key], c) for c, v in sorted(cells.items())
+              if v[task] and v[task][key] is not None]  # fmt: skip
     return max(scored, key=lambda x: x[0])[1] if scored else None
 
 
@@ -195,7 +205,12 @@ def stilts_claims(table: dict) -> list[dict]:
     def claim(text: str, a: tuple, b: tuple, task: str) -> None:
         head = {"claim": f"Round trip §6: {text}", "method": a[0], "other": b[0],
                 "measure": f"stilts_{task}"}  # fmt: skip
+        if a[0] is None:  # no dev score chose the paraphraser's cell
+            out.append({**head, "method": "+ paraphraser", "untested": NO_DEV})
+            return
         result = welch(a[1], b[1])
+        if result and min(result["n_seeds"]) < 2:  # MNLI's intermediate classifier: one run
+            result["not_testable"] = "one seed"
         out.append(
             {**head, **result} if result else {**head, "untested": "not every seed scored yet"}
         )
@@ -203,6 +218,8 @@ def stilts_claims(table: dict) -> list[dict]:
     for t in tasks:
         pick = table["best_by_dev"][t]
         para = (cell_row[pick], cells[pick][t]) if pick else None
+        if pick is None and any(v[t] for v in cells.values()):  # scored, no dev score
+            para = (None, None)
         name = title(t)
         if para and t in IMPROVES:
             stilts = (roles["stilts"], rows["stilts"][t])

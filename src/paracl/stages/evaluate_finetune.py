@@ -12,15 +12,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from paracl.core.configs import from_section
-from paracl.core.device import select_device
+from paracl.core.device import precision_record, select_device
 from paracl.core.errors import ParamsError
 from paracl.core.io import read_json, write_json
 from paracl.core.params import OtherSection, RunSettings, RunWide
 from paracl.core.stage import args
 from paracl.parts.evaluation import tasks
 from paracl.parts.evaluation.job_result import check_inputs, job_result
+from paracl.parts.evaluation.metrics import summarize_seeds
 from paracl.parts.evaluation.sample import sample_rows
 from paracl.parts.evaluation.tasks import FINETUNE_JOBS, TaskData, get_task, load_task_for
+from paracl.parts.finetune.saved_head import score_with_head
 from paracl.parts.finetune.tuning import FinetuneConfig, finetune_task
 from paracl.parts.runs import EXPAND, expand_runs
 from paracl.stages.evaluate import Evaluate
@@ -94,6 +96,30 @@ def stilts_skip(section: dict, run: str, task: str) -> str | None:
     if tasks is None or task in tasks or run not in (section["start"], *section["arms"]):
         return None
     return f"not run for STILTs' rows (train_intermediate.tasks: {', '.join(tasks)})"
+
+
+def stilts_row(section: dict, run: str) -> bool:
+    """`run` is one of STILTs' rows: an arm of train_intermediate.arms, or, where there
+    are arms, the start run (Table 5's fine-tuning row)."""
+    return run in section["arms"] or (bool(section["arms"]) and run == section["start"])
+
+
+def job_section(params: dict, run: str) -> dict:
+    """The evaluate section a job of `run` fine-tunes with: a STILTs row's keeps the last
+    epoch (patience None) where train_intermediate.finetune_epoch is `last`, as Phang et
+    al.'s glue/train.py; every other job the best epoch on dev (evaluate.patience)."""
+    cfg, section = params["evaluate"], params["train_intermediate"]
+    if section["finetune_epoch"] == "last" and stilts_row(section, run):
+        return {**cfg, "patience": None}
+    return cfg
+
+
+def scores_head(params: dict, run: str, task: str) -> bool:
+    """The job scores the arm's intermediate classifier itself, not fine-tuned again:
+    `task` is train_intermediate.same_task (the round-trip paper §6.1: MNLI after STILTs
+    on MNLI), `run` an arm."""
+    section = params["train_intermediate"]
+    return task == section["same_task"] and run in section["arms"]
 
 
 def skipped(params: dict, run: str, task: str) -> dict | None:
@@ -242,6 +268,77 @@ def _finetune(
     }
 
 
+def run_head_job(
+    method: str, task: str, encoder_dir: str | Path, cfg: dict, run: RunSettings,
+    train_metrics: str | Path,
+) -> dict:  # fmt: skip
+    """Score arm `method`'s intermediate classifier (its saved head) on `task`'s test
+    split and further sets, as a fine-tuning job's result: one run, no training."""
+    device = select_device(run.device)
+    return job_result(
+        method,
+        task,
+        encoder_dir,
+        train_metrics,
+        lambda: _score_head(task, encoder_dir, cfg, run.seed, device, run.precision, train_metrics),
+    )
+
+
+HEAD_NOTE = (
+    "the intermediate classifier itself, not fine-tuned again (round-trip paper §6.1; "
+    "train_intermediate.same_task): one run, the seed that trained it, every epoch and the "
+    "last kept; no dev score, for it was not selected and the task's dev is carved from the "
+    "train split it trained on"
+)
+
+
+def _score_head(
+    task: str, encoder_dir, cfg: dict, seed: int, device, precision: str, train_metrics
+) -> dict:
+    data = load_task_for(task, cfg, seed)
+    samples = cap_splits(data, {"test": cfg["max_test"]}, seed)
+    for name, df in data.eval_sets.items():  # as a fine-tuning job caps them: test's cap
+        data.eval_sets[name], samples[name] = sample_rows(df, cfg["max_test"], seed, "label")
+    trained = read_json(train_metrics)
+    length = trained["config"]["max_length"]  # the classifier's own (train_intermediate)
+    section = {**cfg, **recipe(task, cfg), "max_seq_length": length}
+    ft = from_section(FinetuneConfig, section, precision=precision)
+    got = score_with_head(encoder_dir, data, ft, device)
+    return {
+        **_one_run(data.task, got, trained),
+        "ran_in": precision_record(device, precision),
+        "scored": HEAD_NOTE,
+        "official_split": data.official_split,
+        "provenance": {"test": data.provenance["test"]},
+        "sizes": {"test": len(data.test), **{k: len(v) for k, v in data.eval_sets.items()}},
+        "samples": samples,
+    }
+
+
+def _one_run(task, got: dict, trained: dict) -> dict:
+    """A fine-tuning job's keys for the classifier's scores `got`: one run (the seed
+    that trained it, its epochs and losses), no dev score, test and further sets."""
+    primary, test, losses = task.metric, got["test"], trained["train_loss"]
+    run = {"seed": trained["seed"], "dev": None, "test": test, "eval_sets": got["eval_sets"],
+           "best_epoch": len(losses), "epochs_run": len(losses), "trained_layers": "all",
+           "head": got["head"], "train_loss": losses}  # fmt: skip
+    sets = {name: summarize_seeds([v[primary]]) for name, v in got["eval_sets"].items()}
+    breakdown = {task.lang: test[primary], **{k: v["mean"] for k, v in sets.items()}}
+    return {
+        "metric": primary,
+        "test": summarize_seeds([test[primary]]),
+        "dev": None,
+        "test_at_median_dev": test[primary],
+        "test_all_metrics": dict(test),
+        "runs": [run],
+        "config": trained["config"],
+        **({"eval_sets": sets, "breakdown": breakdown} if sets else {}),
+        "score": test[primary],
+        "score_std": None,
+        "dev_score": None,
+    }
+
+
 def main(params: dict) -> None:
     paths = args("run", "task", "encoder", "train_metrics", "out")
     cfg, run = params["evaluate"], RunSettings.of(params)
@@ -251,9 +348,12 @@ def main(params: dict) -> None:
     skip = skipped(params, paths.run, paths.task)
     if skip is not None:  # recorded at once: the summary reads it as a cell not run
         result = job_result(paths.run, paths.task, paths.encoder, paths.train_metrics, lambda: skip)
+    elif scores_head(params, paths.run, paths.task):
+        result = run_head_job(paths.run, paths.task, paths.encoder, cfg, run, paths.train_metrics)
     else:
+        section = job_section(params, paths.run)
         result = run_finetune_job(
-            paths.run, paths.task, paths.encoder, cfg, run, paths.train_metrics
+            paths.run, paths.task, paths.encoder, section, run, paths.train_metrics
         )
     intermediate = read_json(paths.train_metrics).get("intermediate")
     if intermediate:  # a STILTs arm: what it trained on, for Table 5 (paracl.parts.stilts_tables)

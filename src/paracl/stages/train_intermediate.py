@@ -16,7 +16,11 @@ saved, the Table 5 fine-tuning row) for `epochs` with no early stopping, as Phan
 glue/train.py. Their code carries the encoder into the target task and drops the
 classifier (`from_state_dict` keeps `bert.*` only, the pooler included): the encoder is
 saved at models/encoders/<arm> without the head, so evaluate_finetune fine-tunes it with
-a fresh one. A causal LM's pad token, which the head added, is dropped again. The metrics
+a fresh one. A causal LM's pad token, which the head added, is dropped again. Where the
+arms' pairs are a target task's data (`same_task`: paper-en's MNLI), the round-trip paper
+scores the intermediate classifier on that task instead of fine-tuning it again (§6.1):
+the head is then also written beside the encoder (paracl.parts.finetune.saved_head), for
+evaluate_finetune to score. The metrics
 name the base model (the start's), the data, the steps, the training loss per epoch and
 the accuracy on SICK's TRIAL split (its dev set), with no timing: same params and seed,
 same bytes.
@@ -27,6 +31,7 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 
@@ -53,6 +58,13 @@ class TrainIntermediate(Section):
     arms: dict[str, Arm] = param(help="arm name -> its entry; {} = none")
     tasks: list[str] | None = param(
         help="tasks of evaluate.finetune_tasks the start run and arms are fine-tuned on; null = all"
+    )
+    same_task: str | None = param(
+        help="the task of `tasks` the arms' pairs are (mnli): its job scores the arm's "
+        "classifier, head kept, not fine-tuned again; null = none"
+    )
+    finetune_epoch: Literal["best", "last"] = param(
+        help="epoch the STILTs rows' fine-tuning keeps: best on dev (evaluate.patience) | last"
     )
     epochs: int = param(min=1, help="epochs over the arm's pairs (Phang et al.: 3)")
     lr: float = param(min=0.0, max=1.0, help="AdamW learning rate (Phang et al.: 2e-5)")
@@ -107,6 +119,41 @@ def check_arms(section: dict, runs: dict, finetune_tasks: list[str]) -> None:
         raise ParamsError(
             f"'train_intermediate.arms.{taken[0]}': a run of train_contrastive has that name "
             "(both would write models/encoders/<name>): rename the arm"
+        )
+    check_same_task(section["same_task"], section["tasks"] or finetune_tasks)
+
+
+def check_same_task(same: str | None, tasks: list[str]) -> None:
+    """`same_task` is a task the STILTs rows run and a 3-way NLI task (the arms'
+    classifier predicts its classes): a one-line error naming the key otherwise."""
+    from paracl.parts.evaluation.tasks import get_task
+
+    if same is None:
+        return
+    where = "'train_intermediate.same_task'"
+    if same not in tasks:
+        raise ParamsError(
+            f"{where}: {same!r} is not a task the STILTs rows run ({', '.join(tasks)})"
+        )
+    labels, nli = get_task(same).labels or (), get_task(DEV_TASK).labels
+    if sorted(labels) != sorted(nli):
+        raise ParamsError(
+            f"{where}: {same!r} is not a 3-way NLI task (its classes: {', '.join(labels) or 'none'}"
+            f"; the arms' classifier predicts {', '.join(nli)})"
+        )
+
+
+def check_same_data(arm: str, info: dict, same: str) -> None:
+    """The arm's pairs come from `same`'s data (the fetch source of its train split, as
+    nli_pairs records it): only then is its classifier a `same` model to score."""
+    from paracl.parts.evaluation.tasks import get_task
+
+    want = get_task(same).splits["train"].source
+    got = info["training_data"].get("source")
+    if got != want:
+        raise ParamsError(
+            f"'train_intermediate.same_task': {same}'s data is fetch source {want!r}, but arm "
+            f"{arm!r} trains on {info['input']} (source {got!r}): set same_task: null"
         )
 
 
@@ -232,13 +279,18 @@ def save_without_head(model, start: Path, out: Path, card: str) -> None:
     save_encoder(encoder, out, card=card)
 
 
-def card_text(arm: str, info: dict, base: dict) -> str:
+def card_text(arm: str, info: dict, base: dict, same_task: str | None = None) -> str:
     """The saved encoder's README: what trained it, in a few lines."""
     by = info["augmented_by"] or "no paraphrases"
+    head = "the classifier head is not saved"
+    if same_task:
+        from paracl.parts.finetune.saved_head import HEAD_WEIGHTS
+
+        head = f"the classifier head is kept apart ({HEAD_WEIGHTS}), scored as {same_task}"
     return (
         f"# {arm}\n\nSTILTs intermediate training (Phang et al. 2018; round-trip paper §6): "
         f"a 3-way NLI classifier on {info['n_pairs']} pairs of {info['input']} ({by}), from "
-        f"{base.get('id', 'unknown')}; the classifier head is not saved.\n"
+        f"{base.get('id', 'unknown')}; {head}.\n"
     )
 
 
@@ -259,11 +311,20 @@ def main(params: dict) -> None:
         )
     base = read_json(paths.start_metrics).get("model") or {"id": "unknown"}
     pairs, info = arm_pairs(paths.arm, cfg["arms"][paths.arm])
+    if cfg["same_task"] is not None:
+        check_same_data(paths.arm, info, cfg["same_task"])
     data, sample = dev_split(params["evaluate"]["raw_dir"], cfg["dev_max_pairs"], run.seed)
     data.train, data.provenance["train"] = pairs, info["input"]
     model, tokenizer, head, losses, steps, ft, device = train_arm(start, data, cfg, run)
     dev = dev_scores(model, tokenizer, data, ft, device)
-    save_without_head(model, start, Path(paths.encoder), card_text(paths.arm, info, base))
+    card = card_text(paths.arm, info, base, cfg["same_task"])
+    save_without_head(model, start, Path(paths.encoder), card)
+    kept = {}
+    if cfg["same_task"] is not None:  # scored as that task's classifier (evaluate_finetune)
+        from paracl.parts.finetune.saved_head import save_head
+
+        saved = save_head(model, paths.encoder, data.task.labels, head)
+        kept = {"intermediate_head": {**saved, "scored_as": cfg["same_task"]}}
     record = {
         "method": paths.arm,
         "loss": LOSS,
@@ -278,6 +339,7 @@ def main(params: dict) -> None:
         "dev": {**dev, "split": "SICK TRIAL (sicke's dev)", "sample": sample},
         "config": ft.record(),
         "ran_in": precision_record(device, ft.precision),
+        **kept,
     }
     write_metrics(record, paths.metrics, KEY_FIGURES)
     log.info("%s: %d pairs, %d steps, dev accuracy %.1f", paths.arm, len(pairs), steps,

@@ -12,7 +12,8 @@ encoder's own sentence embedding of the pair (`pooled`, paracl.parts.finetune.he
 measured far worse on contrastively trained encoders, docs/models.md).
 
 AdamW with linear warm-up/decay; the dev score is checked after every epoch, the best
-epoch's weights are kept and training stops after `patience` epochs without a dev gain.
+epoch's weights are kept and training stops after `patience` epochs without a dev gain
+(`patience` None: every epoch, the last weights kept, as Phang et al.'s STILTs code).
 Mixed precision follows `precision` (paracl.core.device; fp16 scales the loss so that
 small gradients do not underflow). The step is as lean as a bare loop's: the train split
 is tokenized once, ahead of the first epoch (`TrainTokens`), and the step losses stay on
@@ -79,7 +80,7 @@ class FinetuneConfig:
     lr: float
     batch_size: int
     max_seq_length: int
-    patience: int
+    patience: int | None  # None: no selection, every epoch run and the last kept
     precision: str  # auto | bf16 | fp16 | fp32 (paracl.core.device)
     train_layers: int | None  # top N layers + the task head train; None: every layer
     length_grouping: bool  # batches of similar length (paracl.core.batching); False:
@@ -365,8 +366,10 @@ def make_fit(model, tokens: TrainTokens, cfg: FinetuneConfig, device, steps: int
 
 def _train(fit: Fit, data: TaskData, seed: int) -> tuple[float, int, list[float]]:
     """Epochs with a dev score after each; the best epoch's weights are loaded back and
-    training stops after `patience` epochs without a dev gain. Returns the best dev score,
-    its epoch and each epoch's mean training loss."""
+    training stops after `patience` epochs without a dev gain. With `patience` None
+    every epoch runs and the last is kept, scored on dev once at the end (Phang et al.'s
+    glue/train.py: no selection). Returns the kept epoch's dev score, the epoch and each
+    epoch's mean training loss."""
     cfg, model, primary = fit.cfg, fit.model, data.task.metric
     regression = data.task.kind == "regression"
     gen = torch.Generator().manual_seed(seed)
@@ -378,25 +381,32 @@ def _train(fit: Fit, data: TaskData, seed: int) -> tuple[float, int, list[float]
         # shown in a non-TTY log too (a CPU epoch takes minutes), as training's bar is
         bar = tqdm(batches, desc=f"{data.task.name} s{seed} e{epoch}", leave=False, mininterval=10)
         losses.append(epoch_loss([fit.step(idx) for idx in bar], batches, len(data.train)))
+        if cfg.patience is None and epoch < cfg.epochs:  # the last epoch kept: no dev yet
+            log.info("%s seed %d epoch %d: loss %.4f", data.task.name, seed, epoch, losses[-1])
+            continue
         dev_pred = predict(model, fit.tokens.tokenizer, data.dev, cfg, fit.device, regression)
         dev = _score(data, data.dev, dev_pred, [primary])[primary]
         log.info("%s seed %d epoch %d: loss %.4f, dev %s %.2f", data.task.name, seed, epoch,
                  losses[-1], primary, dev)  # fmt: skip
-        if best_state is None or dev > best_dev:  # NaN (constant predictions) never wins
+        if cfg.patience is None:
+            best_dev, best_epoch = dev, epoch
+        elif best_state is None or dev > best_dev:  # NaN (constant predictions) never wins
             best_dev, best_epoch, bad = dev, epoch, 0
             best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         else:
             bad += 1
             if bad >= cfg.patience:
                 break
-    model.load_state_dict(best_state)
+    if best_state is not None:
+        model.load_state_dict(best_state)
     return best_dev, best_epoch, losses
 
 
 def finetune_once(
     encoder_dir: str | Path, data: TaskData, cfg: FinetuneConfig, seed: int, device
 ) -> dict:
-    """One seed: train with early stopping on dev, return dev/test scores of the best epoch."""
+    """One seed: train (early stopping on dev, or every epoch), return the dev/test scores
+    of the epoch kept (`best_epoch`)."""
     seed_everything(seed)
     regression = data.task.kind == "regression"
     tokenizer = AutoTokenizer.from_pretrained(transformer_dir(encoder_dir))
