@@ -3,6 +3,7 @@ parameter gradients of one process on the same global batch."""
 
 from __future__ import annotations
 
+import multiprocessing
 from pathlib import Path
 
 import torch
@@ -81,9 +82,14 @@ def test_gathered_loss_and_gradients_equal_single_process(tmp_path):
     by_hand = torch.nn.functional.cross_entropy(na @ cand.T / 0.1, torch.arange(BATCH))
     assert abs(by_hand.item() - loss) < 1e-6
 
-    # spawn, not fork: a forked child of a process whose torch thread pool already ran
-    # (single_process above) can hang in its first matmul
-    mp.spawn(_worker, args=(str(tmp_path),), nprocs=WORLD, join=True)
+    # not fork (a forked child of a process whose torch thread pool already ran, as
+    # single_process above, can hang in its first matmul) but a fork server that imports
+    # torch and the gather once for both ranks: spawn imported them in each (~3 CPU-s)
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["paracl.core.distributed.gather"])
+    mp.start_processes(
+        _worker, (str(tmp_path),), nprocs=WORLD, join=True, start_method="forkserver"
+    )
     for rank in range(WORLD):
         out = torch.load(tmp_path / f"rank{rank}.pt")
         assert abs(out["loss"] - loss) < 1e-5, (rank, out["loss"], loss)
