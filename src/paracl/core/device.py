@@ -25,15 +25,20 @@ import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from paracl.core.errors import ParamsError
+
+if TYPE_CHECKING:  # torch loads where a device is used, not where params are checked
+    import torch
 
 
 def select_device(preference: str = "auto") -> torch.device:
     """Return the device to run on; `preference` is auto, cpu, cuda or mps."""
+    import torch
+
     if preference == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
@@ -49,7 +54,13 @@ def select_device(preference: str = "auto") -> torch.device:
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 DEFAULT_PRECISION = "auto"
-HALF = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def half_dtypes() -> dict[str, torch.dtype]:
+    """{precision: autocast dtype} of the half precisions (torch imported on first use)."""
+    import torch
+
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 CPUINFO = Path("/proc/cpuinfo")
@@ -106,6 +117,8 @@ def machine() -> str:
 def autocast_dtype(device: torch.device, precision: str = DEFAULT_PRECISION) -> torch.dtype | None:
     """The mixed-precision dtype for `device` under `precision`, or None to stay in fp32.
     The one place `auto` is resolved (every stage's autocast and loss scaler asks here)."""
+    import torch
+
     if precision not in PRECISIONS:
         raise ParamsError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if precision == "auto":
@@ -117,19 +130,21 @@ def autocast_dtype(device: torch.device, precision: str = DEFAULT_PRECISION) -> 
         return torch.bfloat16 if native else torch.float16
     if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise ParamsError("precision: bf16 was asked for but this GPU cannot run bf16; use fp16")
-    return HALF.get(precision)
+    return half_dtypes().get(precision)
 
 
 def precision_used(device: torch.device, precision: str = DEFAULT_PRECISION) -> str:
     """What a run computed in, for its metrics: fp32, bf16 or fp16 (`auto` resolved)."""
     dtype = autocast_dtype(device, precision)
-    return "fp32" if dtype is None else {v: k for k, v in HALF.items()}[dtype]
+    return "fp32" if dtype is None else {v: k for k, v in half_dtypes().items()}[dtype]
 
 
 def precision_record(device: torch.device, precision: str = DEFAULT_PRECISION) -> dict:
     """For a stage's metrics: the precision that ran (`auto` resolved) and the CPU it ran on
     (torch's kernel capability, e.g. AVX512 or AVX2, and its native bf16, or null), so that
     two runs of one `precision: auto` on different machines say why they differ."""
+    import torch
+
     return {
         "precision": precision_used(device, precision),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
@@ -140,6 +155,8 @@ def precision_record(device: torch.device, precision: str = DEFAULT_PRECISION) -
 @contextlib.contextmanager
 def autocast(device: torch.device, precision: str = DEFAULT_PRECISION) -> Iterator[None]:
     """Autocast to `precision`'s dtype on `device` (`autocast_dtype`); a no-op in fp32."""
+    import torch
+
     dtype = autocast_dtype(device, precision)
     if dtype is None:
         yield
@@ -153,6 +170,8 @@ def grad_scaler(
 ) -> torch.amp.GradScaler:
     """A loss scaler that is enabled only when training autocasts to fp16 on `device`
     (`dtype` overrides the one `precision` picks: tests force fp16 on CPU with either)."""
+    import torch
+
     dtype = autocast_dtype(device, precision) if dtype is None else dtype
     return torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
 
@@ -170,6 +189,8 @@ def optimizer_step(
 ) -> bool:
     """Unscale, clip (when `max_norm`), step and update the scale; returns False when the
     scaler skipped the step because a gradient overflowed (fp16 only)."""
+    import torch
+
     if max_norm is not None:
         scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(params, max_norm)
@@ -184,6 +205,8 @@ def adamw(params, lr: float, weight_decay: float = 0.0) -> torch.optim.AdamW:
     tensors in Python: 0.19 s of a 1.7 s all-MiniLM-L6-v2 step on 2 cores). transformers'
     Trainer, and so sentence-transformers', uses the fused one too (adamw_torch_fused).
     `params` is a list of tensors or of param groups, as torch.optim takes."""
+    import torch
+
     groups = list(params)
     tensors = [p for g in groups for p in (g["params"] if isinstance(g, dict) else [g])]
     fused = bool(tensors) and tensors[0].device.type in ("cpu", "cuda")
@@ -192,6 +215,8 @@ def adamw(params, lr: float, weight_decay: float = 0.0) -> torch.optim.AdamW:
 
 def seed_everything(seed: int) -> None:
     """Seed Python, NumPy and torch so that the same params give the same outputs."""
+    import torch
+
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
