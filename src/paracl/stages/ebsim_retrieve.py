@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
-import torch.nn.functional as F
-from sentence_transformers import SentenceTransformer
 
 from paracl.core import schemas
 from paracl.core.device import select_device
@@ -35,6 +33,10 @@ from paracl.core.io import read_parquet, write_parquet
 from paracl.core.key_figures import write_metrics
 from paracl.core.params import OtherSection, RunWide, Section, param
 from paracl.core.stage import args
+
+if TYPE_CHECKING:  # loaded by the functions that rank: the params check runs without them
+    import torch
+    from sentence_transformers import SentenceTransformer
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
@@ -105,6 +107,9 @@ def _words(row) -> list[str]:
 
 def word_vectors(model: SentenceTransformer, words: list[str]) -> torch.Tensor:
     """Static vectors: mean of each word's wordpiece input embeddings, L2-normalised."""
+    import torch
+    import torch.nn.functional as F
+
     tok = model.tokenizer
     table = model[0].auto_model.get_input_embeddings().weight.detach()
     out = []
@@ -124,6 +129,8 @@ def masked_words(
     """Eq. 3: `words` with those similar (>= eta, `model`'s word vectors) to a title word
     replaced by None, at most `max_mask` of them, most similar first; None if none
     qualifies. The run writes its encoder's mask token in their place (`triples`)."""
+    import torch
+
     if not words or not title_words:
         return None
     sims = word_vectors(model, words) @ word_vectors(model, title_words).T
@@ -138,7 +145,6 @@ def masked_words(
     return [None if i in chosen else w for i, w in enumerate(words)]
 
 
-@torch.inference_mode()
 def rank_documents(
     corpus: pd.DataFrame,
     retriever: SentenceTransformer,
@@ -171,19 +177,22 @@ def rank_documents(
     docs_text = [[str(g["title"].iloc[0])] + g["text"].astype(str).tolist() for g in groups]
     flat = [t for d in docs_text for t in d]
     log.info("EBSIM: embedding %d titles and sentences of %d documents", len(flat), len(groups))
-    emb_all = retriever.encode(
-        flat, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=True
-    )
-    starts = np.cumsum([0] + [len(d) for d in docs_text[:-1]])
-    rows = []
-    for g, d, start in zip(groups, docs_text, starts, strict=True):
-        title, texts = d[0], d[1:]
-        emb = emb_all[start : start + len(d)]
-        order = torch.argsort(emb[1:] @ emb[0], descending=True, stable=True).tolist()
-        words = _words(g.iloc[order[0]])
-        masked = masked_words(retriever, title.split(), words, eta, max_mask)
-        rows.append((str(g["doc_id"].iloc[0]), title, [texts[i] for i in order], masked))
-    return pd.DataFrame(rows, columns=schemas.EBSIM_RANKING.names)
+    import torch
+
+    with torch.inference_mode():  # the retriever is fixed: no autograd graph
+        emb_all = retriever.encode(
+            flat, convert_to_tensor=True, normalize_embeddings=True, show_progress_bar=True
+        )
+        starts = np.cumsum([0] + [len(d) for d in docs_text[:-1]])
+        rows = []
+        for g, d, start in zip(groups, docs_text, starts, strict=True):
+            title, texts = d[0], d[1:]
+            emb = emb_all[start : start + len(d)]
+            order = torch.argsort(emb[1:] @ emb[0], descending=True, stable=True).tolist()
+            words = _words(g.iloc[order[0]])
+            masked = masked_words(retriever, title.split(), words, eta, max_mask)
+            rows.append((str(g["doc_id"].iloc[0]), title, [texts[i] for i in order], masked))
+        return pd.DataFrame(rows, columns=schemas.EBSIM_RANKING.names)
 
 
 # dvc.yaml's metrics (paracl.core.key_figures): documents ranked
