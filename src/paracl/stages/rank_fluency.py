@@ -33,11 +33,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
 from paracl.core import schemas
@@ -55,6 +54,9 @@ from paracl.core.key_figures import write_metrics
 from paracl.core.models import ResolvedModel, check_model_dir, resolve_model
 from paracl.core.params import Lang, RunSettings, RunWide, Section, param
 from paracl.core.stage import args
+
+if TYPE_CHECKING:  # torch loads with the scorer: the params check runs without it
+    import torch
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
@@ -132,6 +134,7 @@ class PerplexityScorer:
         max_batch_tokens: int = 2048,
         precision: str = DEFAULT_PRECISION,
     ):
+        import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         check_model_dir(model_path)
@@ -159,27 +162,30 @@ class PerplexityScorer:
             ids = [self.bos_id] + ids
         return ids[: self.max_length]
 
-    @torch.inference_mode()
     def _nll_batch(self, seqs: list[list[int]]) -> list[tuple[float, int]]:
         """(sum of token NLL, number of scored tokens) for each sequence of one batch."""
-        width = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(seqs), width), dtype=torch.long)
-        for row, seq in enumerate(seqs):
-            ids[row, : len(seq)] = torch.tensor(seq)
-            mask[row, : len(seq)] = 1
-        labels = ids.masked_fill(mask == 0, -100)
-        ids, mask, labels = ids.to(self.device), mask.to(self.device), labels.to(self.device)
-        with autocast(self.device, self.precision):
-            logits = self.model(input_ids=ids, attention_mask=mask).logits
-        out = []
-        for row, seq in enumerate(seqs):
-            # one row at a time: a [len, vocab] log-softmax, not a copy of the whole batch
-            nll = F.cross_entropy(
-                logits[row, : len(seq) - 1].float(), labels[row, 1 : len(seq)], reduction="sum"
-            )
-            out.append((float(nll), len(seq) - 1))
-        return out
+        import torch
+        import torch.nn.functional as F
+
+        with torch.inference_mode():
+            width = max(len(s) for s in seqs)
+            ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(seqs), width), dtype=torch.long)
+            for row, seq in enumerate(seqs):
+                ids[row, : len(seq)] = torch.tensor(seq)
+                mask[row, : len(seq)] = 1
+            labels = ids.masked_fill(mask == 0, -100)
+            ids, mask, labels = ids.to(self.device), mask.to(self.device), labels.to(self.device)
+            with autocast(self.device, self.precision):
+                logits = self.model(input_ids=ids, attention_mask=mask).logits
+            out = []
+            for row, seq in enumerate(seqs):
+                # one row at a time: a [len, vocab] log-softmax, not a copy of the whole batch
+                nll = F.cross_entropy(
+                    logits[row, : len(seq) - 1].float(), labels[row, 1 : len(seq)], reduction="sum"
+                )
+                out.append((float(nll), len(seq) - 1))
+            return out
 
     def score(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """Perplexity of each text (NaN for a text with no token to score)."""
