@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from paracl.core.configs import from_section
 from paracl.core.device import seed_everything, select_device
@@ -37,9 +36,6 @@ from paracl.core.plots import png_figure
 from paracl.core.sampling import sample_corpus
 from paracl.core.stage import args
 from paracl.parts.filler import INFO_FILE, PAPER_T5
-from paracl.parts.filler.adapt import AdaptConfig, adapt
-from paracl.parts.filler.adapt_causal import CausalAdaptConfig, adapt_causal
-from paracl.parts.filler.causal import is_causal_lm
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
@@ -105,6 +101,8 @@ def split_dev(texts: Sequence[str], dev_sentences: int, seed: int) -> tuple[list
 
 def filler_kind(model_id: str) -> str:
     """'t5' or 'causal_lm', from the model's config (a stand-in is the T5 one)."""
+    from paracl.parts.filler.causal import is_causal_lm  # torch: loaded where a stage runs
+
     if is_built(model_id) or not is_causal_lm(resolve_model(model_id).path):
         return "t5"
     return "causal_lm"
@@ -113,6 +111,8 @@ def filler_kind(model_id: str) -> str:
 def adapt_corpus(corpus: str, out: str, cfg: dict, run: RunSettings) -> tuple[dict, list[dict]]:
     """Adapt `adapt_filler.model[lang]` (`cfg`: the adapt_filler section) on a seeded
     sample of `corpus` and save it to `out` (atomically); return (metrics, the loss curve)."""
+    import torch
+
     lang, seed = run.lang, run.seed
     cfg = {**cfg, "precision": run.precision}  # the run's, for the training loops
     seed_everything(seed)
@@ -215,6 +215,8 @@ def _adapt_t5_saved(base, out: Path, train, dev, cfg: dict, seed: int, device):
     return (the curve, empty when not adapted; what trained)."""
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
+    from paracl.parts.filler.adapt import AdaptConfig, adapt
+
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForSeq2SeqLM.from_pretrained(base)
     curve: list[dict] = []
@@ -229,7 +231,10 @@ def _adapt_t5_saved(base, out: Path, train, dev, cfg: dict, seed: int, device):
 def _adapt_causal_saved(base, out: Path, train, dev, cfg: dict, seed: int, device):
     """Load the causal LM at `base` (fp32, as the filler loads it), adapt it, save it
     (and its tokenizer) to `out`; return (the curve, what trained)."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from paracl.parts.filler.adapt_causal import CausalAdaptConfig, adapt_causal
 
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -42,11 +42,12 @@ from paracl.core.params import RunSettings, Section, param
 from paracl.core.sampling import iter_sample
 from paracl.core.stage import args
 from paracl.parts.filler import INFO_FILE, PAPER_T5
-from paracl.parts.filler.causal import is_causal_lm
 from paracl.parts.filler.chunks import PIPELINES
 from paracl.parts.filler.domain_vocab import domain_vocabulary_metrics
-from paracl.parts.filler.pipeline import CorruptConfig, corrupt, merge_stats
 from paracl.stages import adapt_filler
+
+if TYPE_CHECKING:  # the filler's modules load torch: loaded where the stage fills
+    from paracl.parts.filler.pipeline import CorruptConfig
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
@@ -132,6 +133,8 @@ class CorruptJob:
 
     def process(self, loaded: tuple, shard: Shard) -> pd.DataFrame:
         """Hard-negative rows of one shard of (id, text) anchors, its counts in attrs."""
+        from paracl.parts.filler.pipeline import corrupt
+
         nlp, filler = loaded
         rows, stats = corrupt(shard.rows, nlp, filler, self.cfg)
         rows.attrs[STATS_KEY] = stats
@@ -157,6 +160,8 @@ def model_info(model: str, base: str = "", lang: str = "") -> tuple[dict, Path, 
     paracl_filler.json says it; a causal LM recorded without weights is resolved by its
     id. `unadapted` is `base` (adapt_filler.model[lang]) as it is. A model folder from
     elsewhere is described by its path and typed by its config."""
+    from paracl.parts.filler.causal import is_causal_lm
+
     if model == UNADAPTED:
         return _unadapted(base, lang)
     info_path = Path(model) / INFO_FILE
@@ -170,6 +175,8 @@ def model_info(model: str, base: str = "", lang: str = "") -> tuple[dict, Path, 
 
 def _unadapted(model_id: str, lang: str) -> tuple[dict, Path, bool]:
     """The filler adapt_filler would start from (`model_id`), not adapted."""
+    from paracl.parts.filler.causal import is_causal_lm
+
     if is_built(model_id):
         raise InputError(
             f"adapt_filler.model.{lang}: {model_id} is a random stand-in that fills nothing "
@@ -192,6 +199,8 @@ def corrupt_corpus(
     read from `model` (`unadapted`: `base`, adapt_filler.model[lang]); return the metrics
     (summed shard counts, what the filler is and how it generated, its use of the domain's
     vocabulary against `reference`, a few examples)."""
+    from paracl.parts.filler.pipeline import CorruptConfig, merge_stats
+
     lang, seed = run.lang, run.seed
     seed_everything(seed)
     info, path, causal = model_info(model, base, lang)
