@@ -14,7 +14,6 @@ from paracl.core.io import atomic_dir, atomic_path, read_parquet
 from paracl.core.key_figures import write_metrics
 from paracl.core.params import Lang, RunSettings, RunWide, Section, param
 from paracl.core.stage import args
-from paracl.parts import paraphraser
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
@@ -44,6 +43,8 @@ def train(cfg: dict, run: RunSettings, tagged: str, out: str, loss_csv: str) -> 
     """Fine-tune `train_paraphraser.base_model` (`cfg`: the train_paraphraser section) on
     the pairs at `tagged`; save it to `out` and its loss curve to `loss_csv` (atomically);
     return the metrics."""
+    from paracl.parts import paraphraser  # torch: loaded when the stage trains
+
     seed_everything(run.seed)
     device = select_device(run.device)
     pairs = read_parquet(tagged, schemas.ROUNDTRIP_TAGGED)

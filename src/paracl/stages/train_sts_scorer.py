@@ -20,7 +20,6 @@ from paracl.core.languages import profile
 from paracl.core.models import resolve_model
 from paracl.core.params import ParamsError, RunSettings, RunWide, Section, param
 from paracl.core.stage import args
-from paracl.parts import sts_scorer
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
@@ -62,6 +61,8 @@ def train_scorer(cfg: dict, run: RunSettings, data: str, out: str) -> dict:
     """Train the scorer (`cfg`: the train_sts_scorer section) on the `lang` set under
     `data` (STS-B for en, JSTS for ja), save the best seed's to `out` (atomically); return
     the metrics."""
+    from paracl.parts import sts_scorer  # torch: loaded when the stage trains
+
     lang, seed = run.lang, run.seed
     cfg = {**cfg, "epochs": epochs_of(cfg)}
     if cfg["kind"] == "cross_encoder" and cfg["epochs"] == 0:
