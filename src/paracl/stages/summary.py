@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from paracl.core.io import ArtifactError, atomic_path, read_json, write_json
 from paracl.core.params import OtherSection, RunWide, Section, param
@@ -385,6 +384,8 @@ def effect_vs(runs: dict[str, float | None], baseline: dict[str, float | None]) 
         if len(baseline) > 1:
             out["p"] = compare(runs, baseline)["p"]
         elif out["diff_std"] > 0:
+            from scipy import stats  # loaded only where a t-test runs (2+ seeds)
+
             out["p"] = float(stats.ttest_1samp(diffs, 0.0).pvalue)
         same_sign = all(d > 0 for d in diffs) or all(d < 0 for d in diffs)
         out["holds"] = bool(out["p"] is not None and out["p"] < ALPHA and same_sign)
@@ -398,6 +399,8 @@ def compare(runs: dict[str, float | None], other: dict[str, float | None]) -> di
         return None
     out = {"diff": _mean(a) - _mean(b), "n_seeds": [len(a), len(b)], "p": None, "holds": False}
     if len(a) > 1 and len(b) > 1 and (statistics.stdev(a) > 0 or statistics.stdev(b) > 0):
+        from scipy import stats  # loaded only where a t-test runs (2+ seeds)
+
         out["p"] = float(stats.ttest_ind(a, b, equal_var=False).pvalue)
         out["holds"] = bool(out["p"] < ALPHA and out["diff"] > 0)
     return out
@@ -416,7 +419,11 @@ def equivalent(
     out = {"diff": _mean(a) - _mean(b), "n_seeds": [len(a), len(b)], "p": None, "holds": False,
            "margin": margin}  # fmt: skip
     if len(a) > 1 and len(b) > 1 and (statistics.stdev(a) > 0 or statistics.stdev(b) > 0):
+        from scipy import stats  # loaded only where a t-test runs (2+ seeds)
+
         above = stats.ttest_ind(np.add(a, margin), b, equal_var=False, alternative="greater")
+        from scipy import stats  # loaded only where a t-test runs (2+ seeds)
+
         below = stats.ttest_ind(np.subtract(a, margin), b, equal_var=False, alternative="less")
         out["p"] = float(max(above.pvalue, below.pvalue))
         out["holds"] = bool(out["p"] < ALPHA)

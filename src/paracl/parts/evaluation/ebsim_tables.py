@@ -21,7 +21,6 @@ import statistics
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from paracl.core.tables import markdown_table
 from paracl.parts.evaluation.tasks import FEW_SHOT, get_task
@@ -61,6 +60,8 @@ def welch(a: dict | None, b: dict | None) -> dict | None:
         return None
     out = {"diff": a["mean"] - b["mean"], "n_seeds": [a["n"], b["n"]], "p": None, "holds": False}
     if a["n"] > 1 and b["n"] > 1 and (a["std"] or b["std"]):
+        from scipy import stats  # loaded only where a t-test runs (2+ seeds)
+
         p = stats.ttest_ind(a["values"], b["values"], equal_var=False).pvalue
         out["p"] = float(p)
         out["holds"] = bool(p < ALPHA and out["diff"] > 0)
