@@ -28,14 +28,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
-import torch
 
 from paracl.core import languages
 from paracl.core.device import DEFAULT_PRECISION, autocast
 from paracl.core.distributed.sharded import Shard
 from paracl.core.errors import ParamsError
+
+if TYPE_CHECKING:  # torch loads with a translator: the params check runs without it
+    import torch
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,7 @@ def load_translator(
     runs is the packaged quantised file itself), else on transformers. `loaded` (model →
     object) lets the two directions of a round trip share one causal LM. `precision`: the
     autocast dtype on transformers (paracl.core.device); llama.cpp runs the GGUF's own types."""
+    import torch
     from transformers import AutoConfig
 
     from paracl.core.models import local_path, packaged_gguf
@@ -186,6 +190,8 @@ class LlamaCppTranslator:
     ) -> list[list[str]]:
         """Every text under every setting (settings[i] seeded by seeds[i]): each prompt is
         read once and forked per setting. Returns [setting][text]."""
+        import torch
+
         from paracl.parts.llama_batch import BatchedCompletions, Draw
 
         if num_beams > 1:
@@ -228,6 +234,7 @@ class Translator:
         tgt_lang: str | None = None,
         precision: str = DEFAULT_PRECISION,
     ):
+        import torch
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
         self.device, self.precision = torch.device(device), precision
@@ -259,7 +266,6 @@ class Translator:
     def _decode(self, generated: torch.Tensor, enc: dict) -> list[str]:
         return [t.strip() for t in self.tokenizer.batch_decode(generated, skip_special_tokens=True)]
 
-    @torch.inference_mode()
     def translate(
         self,
         texts: Sequence[str],
@@ -275,23 +281,28 @@ class Translator:
         At most min(max_new_tokens, length_ratio × the batch's longest input + 5) tokens
         are generated, so a model that never emits </s> cannot run away.
         """
-        lengths = [len(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
-        order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
-        out: list[str] = [""] * len(texts)
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            batch = [texts[i] for i in idx]
-            enc = self._encode(batch, max_new_tokens)
-            limit = min(max_new_tokens, math.ceil(length_ratio * max(lengths[i] for i in idx)) + 5)
-            kwargs = {**sampling.kwargs(), **self._generate_kwargs()}
-            if num_beams > 1:
-                kwargs["num_beams"] = num_beams
-            torch.manual_seed(batch_seed(seed, sampling.name, batch))
-            with autocast(self.device, self.precision):
-                generated = self.model.generate(**enc, max_new_tokens=limit, **kwargs)
-            for i, text in zip(idx, self._decode(generated, enc), strict=True):
-                out[i] = text
-        return out
+        import torch
+
+        with torch.inference_mode():
+            lengths = [len(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+            order = sorted(range(len(texts)), key=lambda i: (lengths[i], i))
+            out: list[str] = [""] * len(texts)
+            for start in range(0, len(order), batch_size):
+                idx = order[start : start + batch_size]
+                batch = [texts[i] for i in idx]
+                enc = self._encode(batch, max_new_tokens)
+                limit = min(
+                    max_new_tokens, math.ceil(length_ratio * max(lengths[i] for i in idx)) + 5
+                )
+                kwargs = {**sampling.kwargs(), **self._generate_kwargs()}
+                if num_beams > 1:
+                    kwargs["num_beams"] = num_beams
+                torch.manual_seed(batch_seed(seed, sampling.name, batch))
+                with autocast(self.device, self.precision):
+                    generated = self.model.generate(**enc, max_new_tokens=limit, **kwargs)
+                for i, text in zip(idx, self._decode(generated, enc), strict=True):
+                    out[i] = text
+            return out
 
     def translate_grid(
         self, texts: Sequence[str], settings: Sequence[Sampling], seeds: Sequence[int], **decode
