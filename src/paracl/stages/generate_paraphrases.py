@@ -18,11 +18,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-import torch
 
 from paracl.core import schemas
 from paracl.core.device import seed_everything
@@ -33,11 +32,12 @@ from paracl.core.models import check_model_dir
 from paracl.core.params import RunSettings, RunWide, Section, param
 from paracl.core.sampling import iter_sample
 from paracl.core.stage import args
-from paracl.parts import paraphraser
-from paracl.parts.paraphraser import decoding, generate
 from paracl.parts.tags import adherence as tag_adherence
 from paracl.parts.tags import heatmap, tagging
 from paracl.stages import generate_paraphrases as generation
+
+if TYPE_CHECKING:  # the paraphraser (torch) loads where the stage runs, not with its params
+    import torch
 
 # -- the stage's contract: what it reads of params.yaml (paracl.core.params) --
 
@@ -65,6 +65,8 @@ class Params(RunWide):
 def settings(cfg: dict) -> dict:
     """The generate_paraphrases params `generate` takes (beams, length window, batching),
     checked (paracl.parts.paraphraser.decoding)."""
+    from paracl.parts.paraphraser import decoding
+
     return decoding(cfg)
 
 
@@ -142,6 +144,8 @@ class GenerateJob:
         """Load the paraphraser and the STS scorer once per worker (a Ray actor, or the
         driver process locally), from directories this worker can read, on `threads`
         torch threads (small models on shared cores run many times faster on one)."""
+        import torch
+
         from paracl.core.device import select_device
         from paracl.core.models import check_model_dir
         from paracl.parts import paraphraser, sts_scorer
@@ -158,6 +162,7 @@ class GenerateJob:
         """Every requested tag pair for one shard of (id, text) rows, scored like the
         tagger scores candidates (STS ×100, sentence BLEU ×100); tag-major rows."""
         from paracl.parts import sts_scorer
+        from paracl.parts.paraphraser import generate
         from paracl.parts.tags import tagging
 
         tokenizer, model, scorer = loaded.tokenizer, loaded.model, loaded.scorer
@@ -199,6 +204,8 @@ KEY_FIGURES = ("n_generated",)
 
 
 def main(params: dict) -> None:
+    from paracl.parts import paraphraser
+
     paths = args(
         "corpus", "model", "scorer", "out", "baseline", "metrics", "heatmap_dir", "heatmap_png"
     )
