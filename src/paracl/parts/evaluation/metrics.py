@@ -2,7 +2,9 @@
 
 Correlations are ×100 (SimCSE/SentEval convention); F1, accuracy and MCC are ×100 too,
 so that one table mixes them without a second scale. Each function takes plain arrays
-and is tested against scipy/sklearn or a value worked out by hand.
+and is tested against scipy/sklearn or a value worked out by hand. scipy and sklearn
+load in the functions that call them, so a stage that scores no such metric starts
+without them (~0.8 CPU-s a process).
 """
 
 from __future__ import annotations
@@ -10,41 +12,53 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
-from sklearn import metrics as skm
 
 
 def spearman(pred: Sequence[float], gold: Sequence[float]) -> float:
     """Spearman's rank correlation ×100 (ties get average ranks, as scipy does)."""
+    from scipy import stats
+
     return float(stats.spearmanr(pred, gold).statistic * 100)
 
 
 def pearson(pred: Sequence[float], gold: Sequence[float]) -> float:
     """Pearson's correlation ×100."""
+    from scipy import stats
+
     return float(stats.pearsonr(pred, gold).statistic * 100)
 
 
 def accuracy(pred: Sequence, gold: Sequence) -> float:
+    from sklearn import metrics as skm
+
     return float(skm.accuracy_score(gold, pred) * 100)
 
 
 def macro_f1(pred: Sequence, gold: Sequence) -> float:
     """F1 averaged over classes (each class counts the same; SNLI/SICK-E/PAWS)."""
+    from sklearn import metrics as skm
+
     return float(skm.f1_score(gold, pred, average="macro") * 100)
 
 
 def micro_f1(pred: Sequence, gold: Sequence) -> float:
     """F1 over all decisions pooled (Shopping Queries ESCI, 4 classes)."""
+    from sklearn import metrics as skm
+
     return float(skm.f1_score(gold, pred, average="micro") * 100)
 
 
 def binary_f1(pred: Sequence, gold: Sequence) -> float:
     """F1 of the positive class 1 (GLUE MRPC/QQP)."""
+    from sklearn import metrics as skm
+
     return float(skm.f1_score(gold, pred, average="binary", pos_label=1) * 100)
 
 
 def mcc(pred: Sequence, gold: Sequence) -> float:
     """Matthews correlation ×100 (GLUE CoLA)."""
+    from sklearn import metrics as skm
+
     return float(skm.matthews_corrcoef(gold, pred) * 100)
 
 
@@ -168,6 +182,8 @@ def roc_auc(scores: Sequence[float], labels: Sequence[int]) -> float | None:
     above non-paraphrases at every threshold at once, so a threshold that does not transfer
     (one chosen on other pairs) cannot hide a ranking that does. None where the pairs have
     one label only (a sentence and its translation: all paraphrases)."""
+    from sklearn import metrics as skm
+
     y = np.asarray(labels).astype(int)
     if len(np.unique(y)) < 2:
         return None
