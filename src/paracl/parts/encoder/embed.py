@@ -14,11 +14,14 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from paracl.core.device import DEFAULT_PRECISION, autocast
+
+if TYPE_CHECKING:  # torch loads with an encoder: a stage's params check runs without it
+    import torch
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +109,8 @@ class EmbeddingCache:
         """Embeddings of `sentences` (rows in the same order), encoding new ones once."""
         new = sorted(set(sentences) - self.vectors.keys())
         if new:
+            import torch
+
             start = time.perf_counter()
             with torch.inference_mode(), autocast(self.model.device, self.precision):
                 vecs = self.model.encode(
