@@ -515,7 +515,7 @@ def test_an_arm_on_mnli_keeps_its_head_and_its_mnli_job_scores_it_without_fine_t
     def no_fine_tuning(*args, **kwargs):
         raise AssertionError("the arm's mnli job fine-tuned")
 
-    monkeypatch.setattr(evaluate_finetune, "finetune_task", no_fine_tuning)
+    monkeypatch.setattr(tuning, "finetune_task", no_fine_tuning)
     monkeypatch.setattr(tuning, "finetune_once", no_fine_tuning)
     params = _params(
         train_intermediate={**FAST, "arms": {"stilts": entry}, "tasks": ["mnli"],

@@ -22,8 +22,6 @@ from paracl.parts.evaluation.job_result import check_inputs, job_result
 from paracl.parts.evaluation.metrics import summarize_seeds
 from paracl.parts.evaluation.sample import sample_rows
 from paracl.parts.evaluation.tasks import FINETUNE_JOBS, TaskData, get_task, load_task_for
-from paracl.parts.finetune.saved_head import score_with_head
-from paracl.parts.finetune.tuning import FinetuneConfig, finetune_task
 from paracl.parts.runs import EXPAND, expand_runs
 from paracl.stages.evaluate import Evaluate
 
@@ -233,6 +231,8 @@ def recipe(task: str, cfg: dict) -> dict:
 def _finetune(
     task: str, encoder_dir, cfg: dict, seed: int, device, precision: str, seeds: list[int]
 ) -> dict:
+    from paracl.parts.finetune.tuning import FinetuneConfig, finetune_task  # torch: here
+
     t = get_task(task)
     data = load_task_for(task, cfg, seed)
     # a few-shot variant (tasks.FEW_SHOT) samples its own train size, not max_train
@@ -295,6 +295,9 @@ HEAD_NOTE = (
 def _score_head(
     task: str, encoder_dir, cfg: dict, seed: int, device, precision: str, train_metrics
 ) -> dict:
+    from paracl.parts.finetune.saved_head import score_with_head  # torch: here
+    from paracl.parts.finetune.tuning import FinetuneConfig
+
     data = load_task_for(task, cfg, seed)
     samples = cap_splits(data, {"test": cfg["max_test"]}, seed)
     for name, df in data.eval_sets.items():  # as a fine-tuning job caps them: test's cap
