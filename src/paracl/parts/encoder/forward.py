@@ -7,8 +7,12 @@ encoders to do it.
 
 from __future__ import annotations
 
-from sentence_transformers import SentenceTransformer
+from typing import TYPE_CHECKING
+
 from torch import Tensor
+
+if TYPE_CHECKING:  # annotations only: the losses import this without sentence_transformers
+    from sentence_transformers import SentenceTransformer
 
 
 def default_prompt(model: SentenceTransformer) -> str | None:

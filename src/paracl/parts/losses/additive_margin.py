@@ -27,16 +27,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
 from paracl.core.distributed.gather import all_gather_with_grad, local_rows
 from paracl.parts.encoder.forward import embed
 from paracl.parts.losses.objective import BiEncoderObjective
+
+if TYPE_CHECKING:  # annotations only: the loss modules load without sentence_transformers
+    from sentence_transformers import SentenceTransformer
 
 
 class AdditiveMarginScaleLoss(nn.Module):

@@ -40,18 +40,21 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 
 from paracl.core import schemas
 from paracl.core.device import DEFAULT_PRECISION, autocast, backward
 from paracl.core.errors import InputError
 from paracl.core.io import ArtifactError, read_parquet
+
+if TYPE_CHECKING:  # annotations only: the loss modules load without sentence_transformers
+    from sentence_transformers import SentenceTransformer
 
 log = logging.getLogger(__name__)
 

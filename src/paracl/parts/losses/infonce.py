@@ -9,12 +9,14 @@ ppdb, roundtrip and paraphraser, which differ in their input artifact alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from sentence_transformers import SentenceTransformer
-from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
 from paracl.parts.losses.objective import BiEncoderObjective
+
+if TYPE_CHECKING:  # annotations only: the loss modules load without sentence_transformers
+    from sentence_transformers import SentenceTransformer
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,8 @@ class _SomeNegatives(BiEncoderObjective):
 
 
 def objective(model: SentenceTransformer, params: Params, cfg: dict) -> BiEncoderObjective:
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
     mnrl = MultipleNegativesRankingLoss(model, scale=1.0 / cfg["temperature"])
     cols = ["anchor", "positive"] + (["negative"] if params.hard_negatives else [])
     kind = _SomeNegatives if params.hard_negatives else BiEncoderObjective

@@ -10,11 +10,14 @@ losses, not in paracl.stages.train_contrastive.training: the trainer imports the
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
-from sentence_transformers import SentenceTransformer
 from torch import Tensor
+
+if TYPE_CHECKING:  # annotations only: the loss modules load without sentence_transformers
+    from sentence_transformers import SentenceTransformer
 
 
 class BiEncoderObjective:
