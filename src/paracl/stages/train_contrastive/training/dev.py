@@ -10,16 +10,18 @@ select on the test set.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from sentence_transformers import SentenceTransformer
 
 from paracl.core.errors import InputError
 from paracl.core.languages import profiles
 from paracl.parts.evaluation.metrics import spearman
 from paracl.parts.evaluation.readers import read_sts_pairs
 from paracl.parts.evaluation.sample import sample_rows
+
+if TYPE_CHECKING:  # annotations only: DEV_SETS is read by the params check
+    from sentence_transformers import SentenceTransformer
 
 # The dev set per language (under data/raw, fetched by the fetch stage): each profile's `sts_dev`.
 DEV_SETS = {p.code: p.sts_dev for p in profiles()}
@@ -38,26 +40,28 @@ def read_sts(
     return df["sentence1"].tolist(), df["sentence2"].tolist(), df["label"].to_numpy()
 
 
-@torch.inference_mode()
 def sts_spearman(model: SentenceTransformer, data: tuple, batch_size: int = 128) -> float:
     """Spearman x100 between gold scores and the cosine of the two sentences' embeddings."""
-    s1, s2, gold = data
-    was_training = model.training
-    model.eval()
-    e1 = model.encode(
-        s1,
-        batch_size=batch_size,
-        convert_to_tensor=True,
-        normalize_embeddings=True,
-        show_progress_bar=False,
-    )
-    e2 = model.encode(
-        s2,
-        batch_size=batch_size,
-        convert_to_tensor=True,
-        normalize_embeddings=True,
-        show_progress_bar=False,
-    )
-    model.train(was_training)
-    cos = (e1 * e2).sum(-1).float().cpu().numpy()
-    return spearman(cos, gold)
+    import torch
+
+    with torch.inference_mode():
+        s1, s2, gold = data
+        was_training = model.training
+        model.eval()
+        e1 = model.encode(
+            s1,
+            batch_size=batch_size,
+            convert_to_tensor=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        e2 = model.encode(
+            s2,
+            batch_size=batch_size,
+            convert_to_tensor=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        model.train(was_training)
+        cos = (e1 * e2).sum(-1).float().cpu().numpy()
+        return spearman(cos, gold)

@@ -13,34 +13,26 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from paracl.core.configs import from_section
 from paracl.core.device import precision_record, seed_everything
 from paracl.core.errors import InputError, ParamsError
 from paracl.core.freeze import freeze
 from paracl.core.models import ResolvedModel, resolve_model
-from paracl.parts.encoder.build import (
-    build_encoder,
-    copy_base,
-    inference_model,
-    is_sentence_transformer_dir,
-    save_encoder,
-    truncation,
-)
 from paracl.parts.losses import LOSSES
 from paracl.parts.tags.tagging import parse_tags
 from paracl.stages.train_contrastive.training import parallel
-from paracl.stages.train_contrastive.training.card import model_card
 from paracl.stages.train_contrastive.training.checkpoint import Checkpoint
 from paracl.stages.train_contrastive.training.data import (
     check_task_input,
     load_examples,
     training_record,
 )
-from paracl.stages.train_contrastive.training.dev import read_sts, sts_spearman
-from paracl.stages.train_contrastive.training.selection import hold_out
-from paracl.stages.train_contrastive.training.trainer import TrainConfig, TrainResult, train
+
+if TYPE_CHECKING:  # the encoder and trainer modules (sentence_transformers, transformers)
+    # load in the functions that train: the params check (method_spec) runs without them
+    from paracl.stages.train_contrastive.training.trainer import TrainConfig, TrainResult
 
 TRAIN_LAYERS = "train_contrastive.train_layers"  # the param a refusal of freeze names
 
@@ -234,6 +226,9 @@ def train_method(
     """Train (or, for loss `none`, just save) one encoder; returns the metrics to record.
     `checkpoint`: where training saves and resumes its state (training/checkpoint.py).
     Its parts: build the encoder, read the dev set and the training data, train, save."""
+    from paracl.stages.train_contrastive.training.dev import read_sts
+    from paracl.stages.train_contrastive.training.trainer import TrainConfig
+
     resolved, model, as_is = _build(spec, cfg, seed, device)
     dev = read_sts(dev_path, cfg["dev_max_pairs"], seed)
     # the base's inference length (model.max_seq_length now) is what is saved
@@ -290,6 +285,8 @@ def _build(spec: MethodSpec, cfg: dict, seed: int, device) -> tuple[ResolvedMode
     """The encoder training starts from (the base model, or the encoder a continued run
     starts from), seeded; True with it: `none` on a sentence-transformers base, saved as
     published (its own pooling)."""
+    from paracl.parts.encoder.build import build_encoder, is_sentence_transformer_dir
+
     base_id = cfg["base_model"]
     if spec.start is not None:
         base_id = spec.start
@@ -327,11 +324,17 @@ class _Target:
 
     def dev_score(self, m) -> float:
         """Dev score of the model as it will be saved (the inference length)."""
+        from paracl.parts.encoder.build import truncation
+        from paracl.stages.train_contrastive.training.dev import sts_spearman
+
         with truncation(m, self.saved_length):
             return sts_spearman(m, self.dev)
 
     def card(self, dev_spearman: float, **trained) -> str:
         """The folder's README.md, describing the model as it will be saved."""
+        from paracl.parts.encoder.build import inference_model, truncation
+        from paracl.stages.train_contrastive.training.card import model_card
+
         inference = inference_model(self.model)
         with truncation(inference, self.saved_length):
             return model_card(
@@ -349,6 +352,8 @@ class _Target:
 def _save_base(target: _Target, as_is: bool, metrics: dict, logger) -> None:
     """Loss `none`: the base scored on dev and saved with its card (no data, params or
     training to state); a sentence-transformers base is copied as published."""
+    from paracl.parts.encoder.build import copy_base, inference_model, save_encoder
+
     model = target.model
     metrics["dev_spearman"] = round(target.dev_score(inference_model(model)), 4)
     if logger:
@@ -376,6 +381,8 @@ def _read_examples(
         )  # fmt: skip
     dev_examples = None
     if cfg["selection"] == "dev_loss":  # the PPDB paper's and EBSIM's dev sample
+        from paracl.stages.train_contrastive.training.selection import hold_out
+
         examples, dev_examples = hold_out(examples, cfg["dev_loss_examples"], seed)
         metrics["dev_examples"] = len(dev_examples)
     return examples, dev_examples
@@ -386,6 +393,9 @@ def _train(
 ) -> TrainResult:
     """trainer.train on the target's model; the kept weights' dev score when the run was
     not selected on STS dev."""
+    from paracl.parts.encoder.build import inference_model
+    from paracl.stages.train_contrastive.training.trainer import train
+
     model = target.model
     result = train(
         model,
@@ -438,6 +448,8 @@ def _save_trained(
 ) -> None:
     """The trained encoder saved at its inference length, with a card that states its data,
     params and training."""
+    from paracl.parts.encoder.build import save_encoder
+
     spec = target.spec
     training = {
         "loss": loss,
