@@ -14,12 +14,17 @@ that read them are frozen. Logits are computed at target positions only: gemma's
 262k-word head over every position of a batch would take a gigabyte.
 
 Generation prompts with the tags, the source and `<sep>`, and decodes the continuation
-up to eos or a newline, by beam search inside the paper's length window.
+up to eos or a newline, by beam search inside the paper's length window. transformers
+copies each prompt into its num_beams rows before reading it; `prefill_once` reads each
+prompt once and copies its KV cache instead, on CPU (the same floats: a CPU's matmul of
+a row does not depend on the rows beside it; tests/parts/test_paraphraser_prefill.py
+checks the bytes; a GPU picks its kernels by shape, so it keeps transformers' prefill).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import torch
 import torch.nn.functional as F
@@ -98,6 +103,44 @@ def newline_tokens(tokenizer) -> tuple[list[int], list[int]]:
     return sorted(ends), sorted(mixed)
 
 
+@contextmanager
+def prefill_once(model, num_beams: int) -> Iterator[None]:
+    """Within the block, `model.generate`'s prefill reads each prompt once, not once per
+    beam: beam search's input holds every prompt num_beams times (rows repeated in
+    place), so the prompt's forward runs on every num_beams-th row and its logits and KV
+    cache are repeated to the others. Beam search is num_beams × slower to prefill
+    otherwise (~a fifth of generate_paraphrases' time at 4 beams). Falls back to
+    transformers' own prefill where the rows are not repeats or no cache is kept."""
+    if num_beams <= 1:
+        yield
+        return
+    original = model._prefill  # transformers 5's GenerationMixin._prefill
+
+    def prefill(input_ids, generation_config, model_kwargs, *args, **kwargs):
+        rows = input_ids.shape[0]
+        unique = input_ids[::num_beams]
+        if (
+            model_kwargs.get("cache") is None
+            or rows % num_beams
+            or not torch.equal(unique.repeat_interleave(num_beams, dim=0), input_ids)
+        ):
+            return original(input_ids, generation_config, model_kwargs, *args, **kwargs)
+        small = {
+            k: v[::num_beams] if torch.is_tensor(v) and v.dim() and v.shape[0] == rows else v
+            for k, v in model_kwargs.items()
+        }
+        out = original(unique, generation_config, small, *args, **kwargs)
+        model_kwargs["cache"].batch_repeat_interleave(num_beams)  # filled in place above
+        out.logits = out.logits.repeat_interleave(num_beams, dim=0)
+        return out
+
+    model._prefill = prefill
+    try:
+        yield
+    finally:
+        del model._prefill
+
+
 @torch.inference_mode()
 def generate(
     model,
@@ -132,7 +175,8 @@ def generate(
         processor = LengthWindow(
             [w[0] for w in windows], [w[1] for w in windows], eos, num_beams, width, banned, ends
         )
-        with autocast(device, precision):
+        once = num_beams if device.type == "cpu" else 1  # a GPU's kernels vary with the rows
+        with autocast(device, precision), prefill_once(model, once):
             out = model.generate(
                 input_ids=input_ids,
                 attention_mask=mask,
