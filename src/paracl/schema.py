@@ -5,7 +5,8 @@ and checks only what it reads (its `Params`), so that a change to one stage's sc
 reruns that stage alone. The commands that see the whole file (`paracl preset`,
 `paracl expand`, the reference page, the tests) check it here: every top-level key,
 each stage's own checks across keys (its `Params.check`), and no key that no stage
-reads. Importing this loads every stage module, torch included (a few seconds).
+reads. Importing this loads every stage module: torch (train_contrastive's losses), but
+not the model libraries a stage loads where it runs (~2 CPU-s; tests/core/test_lazy_imports.py).
 """
 
 from __future__ import annotations
