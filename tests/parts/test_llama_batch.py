@@ -81,3 +81,50 @@ def test_bad_calls_are_refused(llm):
     with pytest.raises(ValueError, match="exceed n_seq"):
         engine.complete(_prompts(SENTENCES[:1]), [[Draw(None, 1.0, 0, 4)] * 3])
     assert engine.complete([], []) == []
+
+
+def test_one_topk_over_the_rows_picks_what_each_row_alone_picks():
+    """_pick_all (one torch.topk a k over every row) against _sample (a row at a time),
+    on logits full of ties (integers) as well as distinct ones, each row with its own
+    generator in the same state: the same token for every row (issue 70)."""
+    import numpy as np
+    import torch
+
+    from paracl.parts.llama_batch import _Sequence
+
+    gen = np.random.default_rng(0)
+    logits = np.concatenate([gen.integers(0, 6, (12, 3000)), gen.normal(size=(12, 3000))]).astype(
+        np.float32
+    )
+    ks = [20, 30, None]
+    draws = [Draw(ks[i % 3], 0.7 if i % 2 else 1.5, i, 8) for i in range(len(logits))]
+
+    def sequences():
+        return {
+            i: _Sequence((i, 0), d, np.random.default_rng(d.seed), [], 0)
+            for i, d in enumerate(draws)
+        }
+
+    engine = BatchedCompletions.__new__(BatchedCompletions)
+    engine._logits = lambda row: logits[row]
+    rows = {slot: slot for slot in range(len(logits))}
+    alone = sequences()
+    expected = {slot: engine._sample(logits[slot], seq) for slot, seq in alone.items()}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # the rows split over threads, as in a stage
+    try:
+        assert engine._pick_all(rows, sequences()) == expected
+    finally:
+        torch.set_num_threads(threads)
+    assert len(set(expected.values())) > 3  # the rows differ: the test can tell them apart
+
+
+def test_a_run_picks_the_same_tokens_as_one_row_at_a_time(llm, monkeypatch):
+    """Whole completions: _pick_all against the row-at-a-time sampler it replaced."""
+    new = _engine(llm, n_seq=4).complete(_prompts(), _draws([1, 2], max_tokens=6))
+
+    def one_at_a_time(self, rows, active):
+        return {slot: self._sample(self._logits(rows[slot]), active[slot]) for slot in rows}
+
+    monkeypatch.setattr(BatchedCompletions, "_pick_all", one_at_a_time)
+    assert _engine(llm, n_seq=4).complete(_prompts(), _draws([1, 2], max_tokens=6)) == new
