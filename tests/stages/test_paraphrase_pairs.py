@@ -13,6 +13,7 @@ import pytest
 import stage_helpers
 import yaml
 from stage_helpers import REPO, dep_paths, expand_stages, run_stage
+from test_nli_triplets import PAIRING_ROWS
 from test_stage_deps import assert_deps_cover_code, assert_params_cover_reads
 
 from paracl.core import io
@@ -28,17 +29,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 OUT = Path("data/paraphrased/nli.parquet")
 METRICS = Path("metrics/paraphrase_pairs/nli.json")
-# (id, A, B, label, split): "a man plays" has two entailments and one contradiction, and is
-# also the positive of pair 6; "a dog runs" has no contradiction; pair 5 is TEST
-SICK_ROWS = [
-    (1, "a man plays", "someone plays", "ENTAILMENT", "TRAIN"),
-    (2, "a man plays", "nobody plays", "CONTRADICTION", "TRAIN"),
-    (3, "a man plays", "a person is playing", "ENTAILMENT", "TRAIN"),
-    (4, "a dog runs", "an animal runs", "ENTAILMENT", "TRAIN"),
-    (5, "a cat sleeps", "an animal sleeps", "ENTAILMENT", "TEST"),
-    (6, "a man plays the guitar", "a man plays", "entailment", "TRAIN"),
-    (7, "a dog runs", "a cat sleeps", "NEUTRAL", "TRAIN"),
-]
+# SICK rows whose triplets the jobs paraphrase: the triplet tests' rows (see there)
+SICK_ROWS = PAIRING_ROWS
 
 
 def write_sick(path: Path, rows=SICK_ROWS) -> Path:
