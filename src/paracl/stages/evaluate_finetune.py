@@ -223,9 +223,12 @@ def recipe(task: str, cfg: dict) -> dict:
     """The epochs, lr and batch_size a job fine-tunes `task` with: the registry's (the
     task's paper: one entry per recipe, e.g. `mrpc_stilts`) where the evaluate section
     (`cfg`) leaves them null."""
-    t = get_task(task)
-    paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size}
-    return {k: cfg[k] or v for k, v in paper.items()}
+    return {k: cfg[k] or v for k, v in paper_recipe(get_task(task)).items()}
+
+
+def paper_recipe(t: tasks.Task) -> dict:
+    """The registry's epochs, lr and batch_size of task `t` (its paper's)."""
+    return {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size}
 
 
 def _finetune(
@@ -244,7 +247,7 @@ def _finetune(
     samples = cap_splits(data, caps, seed)
     for name, df in data.eval_sets.items():  # zero-shot / cross-lingual sets: test's cap
         data.eval_sets[name], samples[name] = sample_rows(df, caps["test"], seed, "label")
-    paper = {"epochs": t.epochs, "lr": t.lr, "batch_size": t.batch_size}
+    paper = paper_recipe(t)
     section = {**cfg, **recipe(task, cfg)}
     ft = from_section(FinetuneConfig, section, precision=precision)
     out = finetune_task(encoder_dir, data, ft, seeds, device)
