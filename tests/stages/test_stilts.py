@@ -539,6 +539,26 @@ def test_an_arm_on_mnli_keeps_its_head_and_its_mnli_job_scores_it_without_fine_t
     assert table["mnli_mm"]["test_at_median_dev"] == pytest.approx(mm)
 
 
+def test_a_run_killed_while_the_head_is_written_leaves_no_encoder_without_head(
+    project, tiny_bert, monkeypatch
+):
+    """The head goes into the encoder folder's temporary copy, so a fault while it is
+    written publishes nothing: no encoder that evaluate_finetune would find headless."""
+    from paracl.parts.finetune import saved_head
+
+    def killed(model, folder, *args):
+        (Path(folder) / saved_head.HEAD_WEIGHTS).write_bytes(b"cut")
+        raise OSError(28, "No space left on device")
+
+    run_stage("nli_pairs", _params())
+    monkeypatch.setattr(saved_head, "save_head", killed)
+    entry = {"input": str(PAIRS), "with_original": False}
+    with pytest.raises(OSError, match="No space left"):
+        _arm(project, tiny_bert, "stilts", entry, same_task="sicke")
+    assert not Path("models/encoders/stilts").exists()
+    assert list(Path("models/encoders").iterdir()) == []
+
+
 def test_an_arm_without_same_task_saves_no_head(project, tiny_bert):
     """effect-en-stilts (SICK, no target task): the encoder alone, as before."""
     run_stage("nli_pairs", _params())

@@ -259,10 +259,11 @@ def dev_scores(model, tokenizer, data, ft, device) -> dict[str, float]:
     return {m: float(METRICS[m](pred, gold)) for m in ("accuracy", "macro_f1")}
 
 
-def save_without_head(model, start: Path, out: Path, card: str) -> None:
+def save_without_head(model, start: Path, out: Path, card: str, also=None) -> None:
     """The trained transformer (pooler included, the classifier not: Phang et al.'s
     `from_state_dict`) written into a copy of the start encoder's module stack, so the
-    folder loads as the start's does; a pad token the head added is dropped first."""
+    folder loads as the start's does; a pad token the head added is dropped first.
+    `also(folder)` adds files (the kept head) before the folder is published."""
     import torch
 
     from paracl.parts.encoder.build import save_encoder
@@ -276,7 +277,7 @@ def save_without_head(model, start: Path, out: Path, card: str) -> None:
         trained.resize_token_embeddings(vocab)
     state = {k: v.detach().to("cpu", target.dtype) for k, v in trained.state_dict().items()}
     target.load_state_dict(state, strict=True)
-    save_encoder(encoder, out, card=card)
+    save_encoder(encoder, out, card=card, also=also)
 
 
 def card_text(arm: str, info: dict, base: dict, same_task: str | None = None) -> str:
@@ -318,13 +319,16 @@ def main(params: dict) -> None:
     model, tokenizer, head, losses, steps, ft, device = train_arm(start, data, cfg, run)
     dev = dev_scores(model, tokenizer, data, ft, device)
     card = card_text(paths.arm, info, base, cfg["same_task"])
-    save_without_head(model, start, Path(paths.encoder), card)
     kept = {}
+    write_head = None
     if cfg["same_task"] is not None:  # scored as that task's classifier (evaluate_finetune)
         from paracl.parts.finetune.saved_head import save_head
 
-        saved = save_head(model, paths.encoder, data.task.labels, head)
-        kept = {"intermediate_head": {**saved, "scored_as": cfg["same_task"]}}
+        def write_head(folder: Path) -> None:  # inside the encoder folder's atomic write
+            saved = save_head(model, folder, data.task.labels, head)
+            kept["intermediate_head"] = {**saved, "scored_as": cfg["same_task"]}
+
+    save_without_head(model, start, Path(paths.encoder), card, also=write_head)
     record = {
         "method": paths.arm,
         "loss": LOSS,

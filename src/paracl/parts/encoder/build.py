@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -305,16 +305,21 @@ def save_encoder(
     path: str | Path,
     max_seq_length: int | None = None,
     card: str | None = None,
+    also: Callable[[Path], object] | None = None,
 ) -> None:
     """Save the inference model atomically at `max_seq_length` (None: the model's current
     one), with `card` as README.md; the directory loads with SentenceTransformer and
-    AutoModel. SimCSE's MLP, if trained, is saved as the pooler (`mlp_into_pooler`)."""
+    AutoModel. SimCSE's MLP, if trained, is saved as the pooler (`mlp_into_pooler`).
+    `also(folder)` writes further files into the folder before it replaces the old one,
+    so a run killed in between leaves the old folder whole, never one without them."""
     mlp_into_pooler(model)
     inference = inference_model(model)
     with atomic_dir(path) as tmp, truncation(inference, max_seq_length):
         inference.save(str(tmp), create_model_card=False)
         if card is not None:
             (tmp / CARD).write_text(card, encoding="utf-8")
+        if also is not None:
+            also(tmp)
 
 
 def copy_base(base: str | Path, path: str | Path, card: str) -> None:

@@ -43,8 +43,9 @@ def head_state(model) -> dict[str, torch.Tensor]:
 
 
 def save_head(model, encoder_dir: str | Path, labels: tuple[str, ...], reads: str) -> dict:
-    """Write the classifier's head and its class order into `encoder_dir` (written
-    already: save_encoder replaces the folder whole); returns what the metrics record."""
+    """Write the classifier's head and its class order into `encoder_dir` (train_intermediate:
+    the encoder folder's temporary copy, published with it by save_encoder's `also`);
+    returns what the metrics record."""
     encoder_dir = Path(encoder_dir)
     state = head_state(model)
     with atomic_path(encoder_dir / HEAD_WEIGHTS) as tmp:
