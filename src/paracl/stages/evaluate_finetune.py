@@ -206,7 +206,8 @@ def finetune_seeds(cfg: dict, train_metrics: str | Path | None) -> list[int]:
 def cap_splits(data: TaskData, caps: dict[str, int | None], seed: int) -> dict:
     """A seeded sample of each split in `caps` (same for every method and fine-tuning
     seed), stratified by label for classes and by genre where a set has one; the records.
-    A capped test split is a sample of the whole set, never its first rows."""
+    A capped test split is a sample of the whole set, never its first rows; further eval
+    sets (zero-shot, cross-lingual) take test's cap."""
     records = {}
     by = "label" if data.task.kind == "classification" else None
     for split, cap in caps.items():
@@ -216,6 +217,8 @@ def cap_splits(data: TaskData, caps: dict[str, int | None], seed: int) -> dict:
         if len(sample) < len(df):
             setattr(data, split, sample)
             data.provenance[split] += f"; capped to a seeded sample of {cap}"
+    for name, df in data.eval_sets.items():  # zero-shot / cross-lingual sets: test's cap
+        data.eval_sets[name], records[name] = sample_rows(df, caps["test"], seed, "label")
     return records
 
 
@@ -245,8 +248,6 @@ def _finetune(
         "test": cfg["max_test"],
     }
     samples = cap_splits(data, caps, seed)
-    for name, df in data.eval_sets.items():  # zero-shot / cross-lingual sets: test's cap
-        data.eval_sets[name], samples[name] = sample_rows(df, caps["test"], seed, "label")
     paper = paper_recipe(t)
     section = {**cfg, **recipe(task, cfg)}
     ft = from_section(FinetuneConfig, section, precision=precision)
@@ -303,8 +304,6 @@ def _score_head(
 
     data = load_task_for(task, cfg, seed)
     samples = cap_splits(data, {"test": cfg["max_test"]}, seed)
-    for name, df in data.eval_sets.items():  # as a fine-tuning job caps them: test's cap
-        data.eval_sets[name], samples[name] = sample_rows(df, cfg["max_test"], seed, "label")
     trained = read_json(train_metrics)
     length = trained["config"]["max_length"]  # the classifier's own (train_intermediate)
     section = {**cfg, **recipe(task, cfg), "max_seq_length": length}
