@@ -52,6 +52,25 @@ def test_by_names_the_round_trip_or_a_tag_cell():
         stage.Job.of("j", {"input": "x", "columns": ["a", "a"], "by": "roundtrip_greedy"})
 
 
+def test_bleu_to_source_says_whether_the_tag_controlled_the_surface():
+    """Each distinct sentence's paraphrase scored against it as the tag stage scores a
+    pair (sentence BLEU, symbols stripped, lower case); an empty output is left out."""
+    from paracl.parts.tags import tagging
+
+    mapping = {
+        "A man is playing a large guitar on the stage tonight": "a man is playing a large "
+        "guitar on the stage tonight!",  # a copy: BLEU 100, above every tag
+        "The children run across the wide green field": "Kids sprint over a big lawn",
+        "Nobody is here": "",
+    }
+    got = stage.bleu_to_source(mapping, "<SIM95><BLEU0_5>", "en")
+    scores = [tagging.sentence_bleu(o, s, "en") for s, o in mapping.items() if o]
+    assert scores[0] == pytest.approx(100.0) and scores[1] < 10.0
+    assert got == {"n": 2, "mean": pytest.approx(sum(scores) / 2), "requested_tag_share": 0.5}
+    assert stage.bleu_to_source(mapping, None, "en") == {"n": 2, "mean": got["mean"]}
+    assert stage.bleu_to_source({}, "<SIM95><BLEU20>", "en")["mean"] is None
+
+
 def test_repeated_sentences_are_paraphrased_once_and_mapped_back():
     frame = pd.DataFrame(
         {"anchor": ["s1", "s2", "s1"], "positive": ["s2", "s3", None], "label": [0, 1, 2]}
@@ -166,7 +185,11 @@ def test_tag_cell_paraphrases_each_sentence_once_and_reruns_to_the_same_bytes(
     assert set(out["paraphrased_by"]) == {"<SIM95><BLEU20>"}
     assert out["negative"].tolist()[:2] == ["nobody plays", "nobody plays"]  # unchanged
     assert out.loc[0, "anchor"] == out.loc[3, "positive"]  # one paraphrase, mapped back
-    assert json.loads(METRICS.read_text())["tags"] == "<SIM95><BLEU20>"
+    metrics = json.loads(METRICS.read_text())
+    assert metrics["tags"] == "<SIM95><BLEU20>"
+    assert (
+        metrics["bleu_to_source"]["n"] == 6 and "requested_tag_share" in metrics["bleu_to_source"]
+    )
     first = _snapshot()
     for path in first:
         Path(path).unlink()

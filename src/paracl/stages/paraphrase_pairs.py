@@ -239,6 +239,22 @@ def filled_cells(frame: pd.DataFrame, columns: Sequence[str]) -> int:
     return sum(isinstance(t, str) and bool(t) for c in columns for t in frame[c])
 
 
+def bleu_to_source(mapping: dict[str, str], tags: str | None, lang: str) -> dict:
+    """Sentence BLEU of each paraphrase to its source, as the tag stage scores it (the
+    paper's surface similarity): its mean and, for a tag cell, the share whose own BLEU
+    tag is the requested one: whether the tag controlled the surface, which the STS
+    scores alone do not show."""
+    from paracl.parts.tags import tagging
+
+    bleu = [tagging.sentence_bleu(out, src, lang) for src, out in mapping.items() if out]
+    record = {"n": len(bleu), "mean": sum(bleu) / len(bleu) if bleu else None}
+    if tags is not None:
+        want = tagging.parse_tags(tags)[1]
+        hits = [tagging.bleu_tag(b) == want for b in bleu]
+        record["requested_tag_share"] = sum(hits) / len(hits) if hits else None
+    return record
+
+
 def main(params: dict) -> None:
     """paraphrase_pairs@JOB: the job's input, its columns paraphrased, into OUT; METRICS
     beside. PARAPHRASER is the trained paraphraser's directory (read for a tag cell only).
@@ -270,6 +286,7 @@ def main(params: dict) -> None:
         "n_sentences": len(texts),
         "n_unchanged": sum(a == b for a, b in mapping.items()),
         "n_empty": sum(not b for b in outputs),
+        "bleu_to_source": bleu_to_source(mapping, job.tags, params["lang"]),
         **{k: v for k, v in read_metadata(job.input).items() if k in CARRIED},
     }
     out = substitute(frame, job.columns, mapping, job.tags or ROUNDTRIP)
