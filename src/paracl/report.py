@@ -58,7 +58,8 @@ PLOT_WIDTH_IN, PLOT_DPI = 6.4, 100
 # Row order of the tables (the JSON's keys are sorted; pi-en-ja's rows last); unknown
 # methods follow, sorted.
 METHOD_ORDER = ("none", "simcse_unsup", "simcse_wiki", "simcse_wiki_domain", "simcse_sup",
-                "ppdb", "roundtrip", "roundtrip_greedy", "paraphraser", "paraphraser_bleu0_5",
+                "simcse_sup_rt", "nli_roundtrip_greedy", "nli_paraphraser_bleu0_5",
+                "nli_paraphraser_bleu20", "nli_paraphraser_bleu40", "ppdb", "roundtrip", "roundtrip_greedy", "paraphraser", "paraphraser_bleu0_5",
                 "paraphraser_bleu20", "paraphraser_bleu40", "jcse", "jcse_unadapted",
                 "jcse_two_stage", "ams", "ebsim", "ebsim_no_aa",
                 "infonce", "ams_pos", "ams_hn", "ams_full")  # fmt: skip
@@ -326,7 +327,8 @@ def plot_summary(summary: dict, path: Path, title: str, marks: dict[str, str]):
             _effect_axes(ax, names, values, label)
             ax.set_yticks(range(len(names)), labels, fontsize=9)
         what = "difference to none" if "none" in summary["methods"] else "score"
-        fig.suptitle(f"{title}: each method's {what}, ×100 (seeds and their mean ± sd)",
+        # two lines, so that a long preset name fits the figure's width
+        fig.suptitle(f"{title}: each method's {what}, ×100\n(seeds and their mean ± sd)",
                      fontsize=10)  # fmt: skip
     return fig
 

@@ -198,7 +198,9 @@ def test_every_result_says_when_where_and_how_it_was_measured():
 # Words per page (`len(text.split())` of the Markdown source, generated tables included):
 # a guide is read, so it stays short; history goes to the changelog's pages.
 BUDGETS = {
-    "docs/results.md": 4300,  # its generated claims overview grows a row per committed claim
+    # its generated claims overview grows a row per committed claim, and each measured
+    # preset adds its generated tables (~550 words for effect-en-roundtrip-nli's two)
+    "docs/results.md": 5000,
 }
 PAGE_BUDGET = 3000
 GENERATED_PAGES = {"docs/reference/params.md"}
