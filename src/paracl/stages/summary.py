@@ -126,6 +126,8 @@ CLAIMS = (
     ("Round trip Table 3 (NLI): supervised SimCSE + greedy round trip above it",
      "nli_roundtrip_greedy", "simcse_sup_rt", "sts"),
     ("JCSE: two-stage training above stage one alone", "jcse_two_stage", "jcse", "sts"),
+    ("JCSE Table 6: in-domain then JSNLI above in-domain alone", "jcse_two_stage", "jcse",
+     "domain"),
     ("EBSIM Table 5: both aspects (RA + AA) above RA alone", "ebsim", "ebsim_no_aa",
      "finetune"),
     # the domain presets (presets/jcse-*.yaml) name their methods so that these show there only
@@ -167,6 +169,7 @@ CLAIMS += TABLE4_CLAIMS
 VARIES = {
     "PPDB Table 3: PPDB positives above supervised SimCSE": ("pooling",),
     "JCSE: two-stage training above stage one alone": ("epochs",),
+    "JCSE Table 6: in-domain then JSNLI above in-domain alone": ("epochs",),
 }
 # The cross-lingual PI paper's claims (presets/pi-en-ja.yaml), each on a PI accuracy of its
 # own (PI_MEASURES, from the pi_xling / paws_xling jobs: pi_xling_summary): (claim, method,
@@ -864,7 +867,10 @@ def to_markdown(summary: dict, decimals: int = 1, marks: dict[str, str] | None =
     lines += stilts_markdown(summary, fmt)  # the round-trip paper's Table 5 and Figure 4
     lines += pi_xling_markdown(summary, fmt) + _claims(summary, fmt)
     lines += ["", "Base model that ran, per method:", ""]
-    lines += [f"- {m}: {', '.join(r['base_models']) or 'unknown'}" for m, r in rows.items()]
+    traced = row_bases(rows, {m: list(r.get("runs") or [m]) for m, r in rows.items()})
+    for m, r in rows.items():  # a continued run (jcse_two_stage): its root base, and where from
+        root, ran = ", ".join(traced.get(m) or []) or "unknown", ", ".join(r["base_models"])
+        lines.append(f"- {m}: {root}" + (f" (continued from {ran})" if ran and ran != root else ""))
     if notes:
         lines += ["", "Missing cells:", "", *notes]
     return "\n".join(lines) + "\n"
