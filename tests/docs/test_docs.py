@@ -200,7 +200,7 @@ def test_every_result_says_when_where_and_how_it_was_measured():
 BUDGETS = {
     # its generated claims overview grows a row per committed claim, and each measured
     # preset adds its generated tables (~550 words for effect-en-roundtrip-nli's two)
-    "docs/results.md": 5000,
+    "docs/results.md": 5100,
 }
 PAGE_BUDGET = 3000
 GENERATED_PAGES = {"docs/reference/params.md"}
