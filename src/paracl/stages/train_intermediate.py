@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -259,7 +260,9 @@ def dev_scores(model, tokenizer, data, ft, device) -> dict[str, float]:
     return {m: float(METRICS[m](pred, gold)) for m in ("accuracy", "macro_f1")}
 
 
-def save_without_head(model, start: Path, out: Path, card: str, also=None) -> None:
+def save_without_head(
+    model, start: Path, out: Path, card: str, also: Callable[[Path], None] | None = None
+) -> None:
     """The trained transformer (pooler included, the classifier not: Phang et al.'s
     `from_state_dict`) written into a copy of the start encoder's module stack, so the
     folder loads as the start's does; a pad token the head added is dropped first.
