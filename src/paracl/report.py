@@ -50,6 +50,7 @@ PARTS = ("all", "table", "sets", "claims", "pi", "ebsim", "stilts")
 EXTRA_PARTS = ("plot", "heatmaps", "curve")
 CURVE = "learning_curve.csv"  # `paracl learning-curve`'s table, committed beside a summary
 PARAMS_PAGE = Path("docs/reference/params.md")
+RESULTS_PAGE = Path("docs/results/index.md")  # the claims overview, and the results pages' index
 DIAGRAM = Path("docs/img/pipeline.dot")  # drawn from dvc.yaml (paracl.pipeline_diagram)
 IMG = Path("docs/img")
 # The plots of docs/img/ are drawn at most this wide (6.4 in at 100 dpi: 640 px), so the
@@ -556,10 +557,33 @@ CLAIMS_LEGEND = (
 )
 
 
-def render_claims(root: Path) -> str:
+def result_page(root: Path, name: str) -> Path | None:
+    """The page that shows result `name`, for a claims table to link to: of the pages
+    holding its marker, the one whose heading carries its `{#name}` anchor (a results
+    page, not the README's or a guide's copy of its table), else the first; None if none."""
+    holding = []
+    for page in pages(root):
+        text = page.read_text(encoding="utf-8") if page.is_file() else ""
+        if any(m.group(1) == name for m in MARKER.finditer(text)):
+            holding.append((page, f"{{#{name}}}" in text))
+    return next((p for p, anchored in holding if anchored), holding[0][0] if holding else None)
+
+
+def _result_links(root: Path, page: Path, names: list[str]) -> str:
+    """Each name linked to its result's page, relative to `page`; a name no page shows, plain."""
+    links = []
+    for name in names:
+        shown = result_page(root, name)
+        rel = "" if shown in (None, page) else Path(os.path.relpath(shown, page.parent)).as_posix()
+        links.append(name if shown is None else f"[{name}]({rel}#{name})")
+    return ", ".join(links)
+
+
+def render_claims(root: Path, page: Path | None = None) -> str:
     """Every paper claim a committed result tested, one row each: the results page's
-    opening table."""
-    table = [[cells[0], ", ".join(f"[{n}](#{n})" for n in names), *cells[1:]]
+    opening table (`page`: the page it is rendered on, by default RESULTS_PAGE)."""
+    page = page or root / RESULTS_PAGE
+    table = [[cells[0], _result_links(root, page, names), *cells[1:]]
              for cells, names in _claim_rows(root).items()]  # fmt: skip
     header = ["Claim", "Preset", "Measure", "Δ", "p", "n", "Verdict"]
     return (
@@ -568,11 +592,13 @@ def render_claims(root: Path) -> str:
     )
 
 
-def render_verdicts(root: Path) -> str:
-    """The README's opening table: each claim tested over seeds (n ≥ 2 a side), with its
-    verdict; the measures, p-values and readings are on the results page."""
+def render_verdicts(root: Path, page: Path | None = None) -> str:
+    """The README's opening table (`page`, by default README.md): each claim tested over
+    seeds (n ≥ 2 a side), with its verdict; the measures, p-values and readings are on the
+    results pages."""
+    page = page or root / "README.md"
     table = [
-        [cells[0], ", ".join(f"[{n}](docs/results.md#{n})" for n in names), cells[2], cells[5]]
+        [cells[0], _result_links(root, page, names), cells[2], cells[5]]
         for cells, names in _claim_rows(root).items()
         if "n/a" not in cells[3]
     ]
@@ -583,7 +609,7 @@ def render_verdicts(root: Path) -> str:
     return (
         markdown_table(["Claim", "Preset", "Δ", "Verdict"], table)
         + f"\n\n{legend}\n\n<small>Rendered by `paracl report` from `results/*/summary.json`; "
-        "each preset's date, machine and command are under its table on the results page.</small>"
+        "each preset's date, machine and command are under its table on its results page.</small>"
     )
 
 
@@ -814,6 +840,7 @@ ROOTED = (
     "@bench-finetune",
     "@llama-kernels",
 )  # read results/
+PAGED = ("@claims", "@verdicts")  # also link to other pages: told the page they are on
 
 
 def render_block(root: Path, page: Path, name: str, part: str) -> str:
@@ -823,6 +850,8 @@ def render_block(root: Path, page: Path, name: str, part: str) -> str:
             raise InputError(
                 f"{page}: unknown report block '{name}' (known: {', '.join(GENERATED)})"
             )
+        if name in PAGED:
+            return GENERATED[name](root, page)
         return GENERATED[name](root) if name in ROOTED else GENERATED[name]()
     results = root / "results"
     source = f"results/{name}/"

@@ -197,11 +197,9 @@ def test_every_result_says_when_where_and_how_it_was_measured():
 
 # Words per page (`len(text.split())` of the Markdown source, generated tables included):
 # a guide is read, so it stays short; history goes to the changelog's pages.
-BUDGETS = {
-    # its generated claims overview grows a row per committed claim, and each measured
-    # preset adds its generated tables (~550 words for effect-en-roundtrip-nli's two)
-    "docs/results.md": 5100,
-}
+# A page over PAGE_BUDGET is split (the results: one page per paper, docs/results/) or
+# named here with its own budget.
+BUDGETS: dict[str, int] = {}
 PAGE_BUDGET = 3000
 GENERATED_PAGES = {"docs/reference/params.md"}
 # A page outside the changelog describes the tool as it is: no issue numbers, no commits.
@@ -286,12 +284,39 @@ def test_the_verdicts_list_each_claim_tested_over_seeds_once(tmp_path):
         (tmp_path / "results" / name).mkdir(parents=True)
         summary = {"claims": [claim, untestable]}
         (tmp_path / "results" / name / "summary.json").write_text(json.dumps(summary))
+    page = tmp_path / "docs" / "results" / "methods.md"  # no page shows effect-ja-finetune
+    page.parent.mkdir(parents=True)
+    page.write_text("## effect-ja {#effect-ja}\n\n<!-- report:effect-ja -->\n<!-- /report -->\n")
     rows = [r for r in squeezed(report.render_verdicts(tmp_path)).splitlines() if "JCSE" in r]
     assert rows == [
-        "| JCSE: two-stage above stage one | [effect-ja](docs/results.md#effect-ja), "
-        "[effect-ja-finetune](docs/results.md#effect-ja-finetune) | +4.9 | holds |"
+        "| JCSE: two-stage above stage one | [effect-ja](docs/results/methods.md#effect-ja), "
+        "effect-ja-finetune | +4.9 | holds |"
     ]
     assert "one run a side" not in report.render_verdicts(tmp_path)
+
+
+def test_the_claims_tables_link_each_preset_to_the_page_that_shows_it(tmp_path):
+    """Relative to the page the table is on, to the page whose heading carries the result's
+    anchor (not the README's or a guide's copy of its table)."""
+    claim = {"claim": "JCSE: two-stage above stage one", "measure": None, "diff": 4.94,
+             "p": 0.015, "n_seeds": [3, 3], "holds": True}  # fmt: skip
+    (tmp_path / "results" / "jcse-edu").mkdir(parents=True)
+    (tmp_path / "results" / "jcse-edu" / "summary.json").write_text(json.dumps({"claims": [claim]}))
+    block = "<!-- report:jcse-edu:table -->\n<!-- /report -->\n"
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "README.md").write_text(block)
+    (tmp_path / "docs" / "guide.md").write_text(block)
+    (tmp_path / "docs" / "results" / "jcse.md").write_text(f"## jcse-edu {{#jcse-edu}}\n\n{block}")
+    index = tmp_path / "docs" / "results" / "index.md"
+    assert report.result_page(tmp_path, "jcse-edu") == tmp_path / "docs" / "results" / "jcse.md"
+    assert report.result_page(tmp_path, "effect-en") is None
+    assert "| [jcse-edu](jcse.md#jcse-edu) |" in squeezed(report.render_claims(tmp_path, index))
+    guide = squeezed(report.render_claims(tmp_path, tmp_path / "docs" / "guide.md"))
+    assert "| [jcse-edu](results/jcse.md#jcse-edu) |" in guide
+    on_its_page = report.render_claims(tmp_path, tmp_path / "docs" / "results" / "jcse.md")
+    assert "| [jcse-edu](#jcse-edu) |" in squeezed(on_its_page)
+    readme = squeezed(report.render_verdicts(tmp_path))
+    assert "| [jcse-edu](docs/results/jcse.md#jcse-edu) |" in readme
 
 
 def test_a_claim_against_a_reference_at_chance_reads_not_testable_in_every_claims_table(tmp_path):

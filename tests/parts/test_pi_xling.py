@@ -501,7 +501,7 @@ def test_the_rows_train_on_the_tasks_train_split(entry, tiny_bert, tmp_path, one
 
 
 def test_the_results_page_shows_the_pi_papers_tables_as_their_own_part():
-    """docs/results.md's `<!-- report:pi-en-ja:pi -->` block: Table I, Table II and the
+    """docs/presets-pi.md's `<!-- report:pi-en-ja:pi -->` block: Table I, Table II and the
     embedding space, without the main table or the claims (their own parts)."""
     from paracl.report import split_parts
 

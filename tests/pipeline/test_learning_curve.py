@@ -118,10 +118,10 @@ def test_a_committed_curve_renders_as_a_table_and_a_plot(train_dir, tmp_path):
     assert read_csv(root / "results" / "lc" / "learning_curve.csv") == rows
     text = squeezed(table(rows, 30.0))
     assert "| 0 (none) | 30.0 | 30.0 |" in text and "| 8 | 40.0 ± 0.5 |  |" in text
-    page = root / "docs" / "results.md"
-    page.parent.mkdir()
+    page = root / "docs" / "results" / "methods.md"
+    page.parent.mkdir(parents=True)
     block = squeezed(report.render_block(root, page, "lc", "curve"))
-    assert "| 64 | 52.0 ± 1.0 |  |" in block and "](img/lc-curve.png)" in block
+    assert "| 64 | 52.0 ± 1.0 |  |" in block and "](../img/lc-curve.png)" in block
     (root / "docs" / "img").mkdir()
     assert root / "docs" / "img" / "lc-curve.png" in report.draw_plots(root)
     assert (root / "docs" / "img" / "lc-curve.png").stat().st_size > 1000

@@ -171,10 +171,11 @@ def test_report_renders_the_ebsim_part_and_draws_figure_two(summary, tmp_path):
     (tmp_path / "docs").mkdir()
     written = report.draw_plots(tmp_path)
     assert tmp_path / "docs" / "img" / "ebsim-x-fewshot.png" in written
-    text = report.render_block(tmp_path, tmp_path / "docs" / "results.md", "ebsim-x", "ebsim")
+    page = tmp_path / "docs" / "results" / "ebsim.md"  # a results page, one folder down
+    text = report.render_block(tmp_path, page, "ebsim-x", "ebsim")
     assert text.startswith("Table 2 (EBSIM's layout)")
     assert "Figure 2 (EBSIM's few-shot curve)" in text and "The papers' claims" not in text
-    assert "![ebsim-x-fewshot](img/ebsim-x-fewshot.png)" in text
+    assert "![ebsim-x-fewshot](../img/ebsim-x-fewshot.png)" in text
 
 
 def test_a_task_run_for_some_methods_only_is_a_column_in_no_average():

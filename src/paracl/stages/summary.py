@@ -149,7 +149,7 @@ TABLE4_COLUMNS = (("A'B'", "nli_apbp"), ("A'B", "nli_apb"), ("AB'", "nli_abp"),
 # paraphrases' diversity, not the doubled size): equivalent within EQUIVALENCE_MARGIN
 # points of STS avg by Welch's two one-sided tests (TOST). The paper's gaps: A'B' − AB
 # +0.54 to +0.68, (AB + A'B') − A'B' −0.03 to +0.07; 1 point is about the seed sd of a
-# 32-step CPU run (docs/results.md), so a smaller margin could not be shown with 3 seeds.
+# 32-step CPU run (docs/results/methods.md), so a smaller margin could not be shown with 3 seeds.
 EQUIVALENCE_MARGIN = 1.0
 TABLE4_CLAIMS = tuple(
     (f"Round trip Table 4: {column} with {title} above AB (in-batch negatives only)",
