@@ -46,7 +46,7 @@ MARKER = re.compile(
     r"<!-- report:(@?[A-Za-z0-9_.-]+)(?::([a-z]+))? -->\n(.*?)<!-- /report -->\n", re.S
 )
 TAG = re.compile(r"<(?=[A-Za-z/!?])")  # where HTML would start a tag
-PARTS = ("all", "table", "sets", "claims", "pi", "ebsim", "stilts")
+PARTS = ("all", "table", "sets", "claims", "pi", "ebsim", "stilts", "table4")
 EXTRA_PARTS = ("plot", "heatmaps", "curve")
 CURVE = "learning_curve.csv"  # `paracl learning-curve`'s table, committed beside a summary
 PARAMS_PAGE = Path("docs/reference/params.md")
@@ -164,7 +164,7 @@ def split_parts(markdown: str) -> dict[str, str]:
     """to_markdown's output cut into its parts (paragraphs are blank-line separated)."""
     paras = markdown.strip("\n").split("\n\n")
     parts = {"all": markdown.strip("\n"), "table": "\n\n".join(paras[:2]), "sets": "", "claims": "",
-             "pi": "", "ebsim": "", "stilts": ""}  # fmt: skip
+             "pi": "", "ebsim": "", "stilts": "", "table4": ""}  # fmt: skip
 
     def until(i: int, prefix: str) -> str:
         """Paragraphs i.. up to the first that starts with `prefix` (or the end)."""
@@ -180,6 +180,8 @@ def split_parts(markdown: str) -> dict[str, str]:
             parts["ebsim"] = "\n\n".join(p for p in (parts["ebsim"], *paras[i : i + 3]) if p)
         elif para.startswith(("Table 5 (round-trip", "Figure 4 (round-trip")):  # likewise
             parts["stilts"] = "\n\n".join(p for p in (parts["stilts"], *paras[i : i + 3]) if p)
+        elif para.startswith("Table 4 (round-trip"):  # title, table, legend
+            parts["table4"] = "\n\n".join(paras[i : i + 3])
         elif para.startswith("The papers' claims"):
             parts["claims"] = until(i, "Base model")
     return parts

@@ -9,6 +9,7 @@ from stage_helpers import squeezed
 
 from paracl.core.io import ArtifactError
 from paracl.parts.runs import expand_runs
+from paracl.report import split_parts
 from paracl.stages.summary import (
     NOT_RUN,
     TABLE4_CLAIMS,
@@ -499,6 +500,9 @@ def test_table4_is_laid_out_as_the_papers_and_its_claims_are_tested():
         "| SimCSE + &lt;BLEU40> | 79.2 ± 0.1 | 79.0 ± 0.1 | 79.1 ± 0.1 | 79.2 ± 0.1 | 78.6 ± 0.1 |"
         in md
     )
+    part = split_parts(to_markdown(summary))["table4"]  # `report:<name>:table4` on a page
+    assert part.startswith("Table 4 (round-trip") and part.count("| SimCSE + ") == 3
+    assert part.endswith("AB has no tag (one row, shown in each).")
     claims = {c["claim"]: c for c in summary["claims"]}
     assert set(claims) == {c for c, *_ in TABLE4_CLAIMS}  # 9 "above AB", 3 "≈ A'B'"
     above = [c for name, c in claims.items() if "above AB" in name]
