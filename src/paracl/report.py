@@ -544,7 +544,7 @@ def _claim_rows(root: Path) -> dict[tuple, list[str]]:
                 continue
             p = "n/a" if c["p"] is None else format_p(c["p"])
             diff = ("+" if c["diff"] >= 0 else "−") + f"{abs(c['diff']):.1f}"
-            n = " vs ".join(str(k) for k in c["n_seeds"])
+            n = "&nbsp;vs&nbsp;".join(str(k) for k in c["n_seeds"])  # no-break: one line
             cells = (c["claim"], measure_title(c.get("measure")), diff, p, n, verdict(c))
             rows.setdefault(cells, []).append(name)
     return rows

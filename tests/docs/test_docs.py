@@ -171,6 +171,7 @@ def test_the_claims_overview_has_every_claim_of_the_current_results():
         assert any(f"| {measure} |" in x for x in lines), (claim, measure)
     for name in report.PRE_FIX:
         assert f"[{name}]" not in table, f"{name} is kept for comparison only"
+    assert "| 3&nbsp;vs&nbsp;3 |" in table  # n on one line in a narrow column
 
 
 def test_a_caption_names_when_where_and_how_a_result_was_measured(tmp_path):
