@@ -48,6 +48,7 @@ MARKER = re.compile(
 TAG = re.compile(r"<(?=[A-Za-z/!?])")  # where HTML would start a tag
 PARTS = ("all", "table", "sets", "claims", "pi", "ebsim", "stilts", "table4")
 EXTRA_PARTS = ("plot", "heatmaps", "curve")
+CAPTIONED = ("all", "table", "ebsim", "stilts", "table4")  # a page may show one alone: its date
 CURVE = "learning_curve.csv"  # `paracl learning-curve`'s table, committed beside a summary
 PARAMS_PAGE = Path("docs/reference/params.md")
 RESULTS_PAGE = Path("docs/results/index.md")  # the claims overview, and the results pages' index
@@ -884,7 +885,7 @@ def render_block(root: Path, page: Path, name: str, part: str) -> str:
         image = f"\n\n{_image(root, page, name, '-stilts')}"
     small = (
         caption(results / name, where)  # the table says when, where and how; its parts point back
-        if part in ("all", "table")
+        if part in CAPTIONED
         else f"<small>Rendered by `paracl report` from `{where}`.</small>"
     )
     return f"{text}{image}\n\n{small}"

@@ -4,12 +4,14 @@ the seeds."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from stage_helpers import squeezed
 
 from paracl.core.io import ArtifactError
 from paracl.parts.runs import expand_runs
-from paracl.report import split_parts
+from paracl.report import render_block, split_parts
 from paracl.stages.summary import (
     NOT_RUN,
     TABLE4_CLAIMS,
@@ -485,7 +487,7 @@ TABLE4 = {"nli_ab": [78.5, 78.6, 78.7]} | {  # the paper's AB 78.57; its A'B' et
 }  # fmt: skip
 
 
-def test_table4_is_laid_out_as_the_papers_and_its_claims_are_tested():
+def test_table4_is_laid_out_as_the_papers_and_its_claims_are_tested(tmp_path):
     results = {f"{m}_s{i + 1}": {"unsup_sts_en": _result(v)} for m, vs in TABLE4.items()
                for i, v in enumerate(vs)}  # fmt: skip
     groups = {m: [f"{m}_s{i}" for i in (1, 2, 3)] for m in TABLE4}
@@ -503,6 +505,12 @@ def test_table4_is_laid_out_as_the_papers_and_its_claims_are_tested():
     part = split_parts(to_markdown(summary))["table4"]  # `report:<name>:table4` on a page
     assert part.startswith("Table 4 (round-trip") and part.count("| SimCSE + ") == 3
     assert part.endswith("AB has no tag (one row, shown in each).")
+    shown = tmp_path / "results/effect-en-roundtrip-ab"  # a page showing the table alone
+    shown.mkdir(parents=True)
+    (shown / "summary.json").write_text(json.dumps(summary))
+    (shown / "measured.json").write_text('{"date": "2026-12-07", "machine": "2 cores"}')
+    block = render_block(tmp_path, tmp_path / "docs/results/x.md", shown.name, "table4")
+    assert block.startswith("Table 4 (round-trip") and "Measured 2026-12-07 on 2 cores" in block
     claims = {c["claim"]: c for c in summary["claims"]}
     assert set(claims) == {c for c, *_ in TABLE4_CLAIMS}  # 9 "above AB", 3 "≈ A'B'"
     above = [c for name, c in claims.items() if "above AB" in name]
