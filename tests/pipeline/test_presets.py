@@ -599,7 +599,8 @@ def test_the_round_trip_nli_presets_expand_to_their_jobs_in_dvc_yaml(params_copy
     params = yaml.safe_load(params_copy.read_text())
     stages = expand_stages(yaml.safe_load((REPO / "dvc.yaml").read_text()), params)
     rows = run_groups_of(params)
-    assert len(rows) == 1 + 13 and all(len(r) == 3 for m, r in rows.items() if m != "none")
+    assert len(rows) == 1 + 13 + 1 and all(len(r) == 3 for m, r in rows.items() if m != "none")
+    assert "evaluate@nli_ab_twice_s2-unsup_sts_en" in stages  # the control: AB for 2 epochs
     assert {f"paraphrase_pairs@{j}" for j in jobs[1:]} <= set(stages)  # Table 3's, reused
     assert "evaluate@nli_ab_apbp_bleu40_s3-unsup_sts_en" in stages
 
