@@ -43,7 +43,7 @@ from paracl.core.tables import markdown_table
 from paracl.pipeline_diagram import project_diagram
 
 MARKER = re.compile(
-    r"<!-- report:(@?[A-Za-z0-9_.-]+)(?::([a-z]+))? -->\n(.*?)<!-- /report -->\n", re.S
+    r"<!-- report:(@?[A-Za-z0-9_.-]+)(?::([a-z0-9]+))? -->\n(.*?)<!-- /report -->\n", re.S
 )
 TAG = re.compile(r"<(?=[A-Za-z/!?])")  # where HTML would start a tag
 PARTS = ("all", "table", "sets", "claims", "pi", "ebsim", "stilts", "table4")
@@ -595,18 +595,32 @@ def render_claims(root: Path, page: Path | None = None) -> str:
     )
 
 
+BLEU_TAG = re.compile(r"<BLEU[0-9_]+>")  # the README merges a claim's BLEU-tag rows
+
+
+def _one_or_each(verdicts: list[str]) -> str:
+    """One verdict where a merged row's tags agree, else each, in tag order."""
+    return verdicts[0] if len(set(verdicts)) == 1 else " / ".join(verdicts)
+
+
 def render_verdicts(root: Path, page: Path | None = None) -> str:
     """The README's opening table (`page`, by default README.md): each claim tested over
     seeds (n ≥ 2 a side), with its verdict; the measures, p-values and readings are on the
     results pages."""
     page = page or root / "README.md"
-    table = [
-        [cells[0], _result_links(root, page, names), cells[2], cells[5]]
-        for cells, names in _claim_rows(root).items()
-        if "n/a" not in cells[3]
-    ]
+    merged: dict[tuple[str, str], list[tuple[str, str]]] = {}  # one row for a claim's tags
+    for cells, names in _claim_rows(root).items():
+        if "n/a" not in cells[3]:
+            claim = BLEU_TAG.sub("<BLEU…>", cells[0])
+            merged.setdefault((claim, _result_links(root, page, names)), []).append(
+                (cells[0], cells[2], cells[5])
+            )
+    table = [[rows[0][0] if len(rows) == 1 else claim, links, " / ".join(r[1] for r in rows),
+              _one_or_each([r[2] for r in rows])]
+             for (claim, links), rows in merged.items()]  # fmt: skip
     legend = (
-        "Δ: the claim's method minus the method it should beat, ×100 (seeds' mean); not "
+        "Δ: the claim's method minus the method it should beat, ×100 (seeds' mean; "
+        "`<BLEU…>`: one value per BLEU tag, 0_5 / 20 / 40); not "
         "testable: the method to beat is at chance, so beating it says nothing."
     )
     return (
@@ -920,6 +934,11 @@ def fill(root: Path, page: Path, text: str) -> str:
         head = f"<!-- report:{name}{':' + part if match.group(2) else ''} -->\n"
         return f"{head}{render_block(root, page, name, part)}\n<!-- /report -->\n"
 
+    opened = [m.start() for m in re.finditer(r"^<!-- report:", text, re.M)]  # prose: inline
+    if missed := sorted(set(opened) - {m.start() for m in MARKER.finditer(text)}):
+        line = text.count("\n", 0, missed[0]) + 1  # a marker the pattern skips renders nothing
+        raise InputError(f"{page}:{line}: a report marker that is not "
+                         "'<!-- report:NAME[:PART] -->' closed by '<!-- /report -->'")  # fmt: skip
     return MARKER.sub(one, text)
 
 

@@ -73,6 +73,16 @@ def test_an_unknown_part_is_a_one_line_error(tmp_path):
         report.fill(root, page, page.read_text())
 
 
+def test_a_marker_the_pattern_skips_is_an_error_not_an_empty_block(tmp_path):
+    """A part name with a capital, or no closing marker, used to render nothing, silently;
+    a marker mentioned inside prose (`<!-- report:NAME -->`) is no marker."""
+    root = _copy(tmp_path)
+    page = root / "README.md"
+    for bad in (f"<!-- report:{OLD}:Table -->\n<!-- /report -->\n", f"<!-- report:{OLD} -->\n"):
+        with pytest.raises(InputError, match=r"README.md:3: a report marker that is not"):
+            report.fill(root, page, f"a `<!-- report:x -->` in prose\n\n{bad}")
+
+
 def test_pre_fix_rows_are_marked_and_others_not(tmp_path):
     root = _copy(tmp_path)
     text = squeezed(report.render_summary(root / "results", OLD, "table"))
@@ -294,6 +304,26 @@ def test_the_verdicts_list_each_claim_tested_over_seeds_once(tmp_path):
         "effect-ja-finetune | +4.9 | holds |"
     ]
     assert "one run a side" not in report.render_verdicts(tmp_path)
+
+
+def test_the_verdicts_merge_a_claims_bleu_tag_rows_into_one(tmp_path):
+    """The README stays short: a claim made once per BLEU tag is one row, its Δ and verdicts
+    in tag order (one verdict where all agree); a claim of one tag keeps its own name."""
+
+    def claim(tag: str, diff: float, holds: bool, text: str = "A'B with {} above AB") -> dict:
+        return {"claim": text.format(tag), "measure": "sts", "diff": diff, "p": 0.03,
+                "n_seeds": [3, 3], "holds": holds}  # fmt: skip
+
+    claims = [claim("<BLEU0_5>", 1.4, True), claim("<BLEU20>", 1.7, True),
+              claim("<BLEU40>", 1.0, False), claim("<BLEU0_5>", 2.7, True, "NLI + {} above it")]  # fmt: skip
+    (tmp_path / "results" / "ab").mkdir(parents=True)
+    (tmp_path / "results" / "ab" / "summary.json").write_text(json.dumps({"claims": claims}))
+    rows = squeezed(report.render_verdicts(tmp_path)).splitlines()
+    assert (
+        "| A'B with &lt;BLEU…> above AB | ab | +1.4 / +1.7 / +1.0 | holds / holds / does not hold |"
+        in rows
+    )
+    assert "| NLI + &lt;BLEU0_5> above it | ab | +2.7 | holds |" in rows
 
 
 def test_the_claims_tables_link_each_preset_to_the_page_that_shows_it(tmp_path):

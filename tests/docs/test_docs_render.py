@@ -107,8 +107,9 @@ def parse(html: str) -> Page:
 
 
 def _plain(cell: str) -> str:
-    """A Markdown header cell as its HTML text: no code ticks or emphasis, `\\|` a pipe."""
-    cell = cell.replace("\\|", "|").replace("`", "").replace("**", "")
+    """A Markdown header cell as its HTML text: no code ticks or emphasis, `\\|` a pipe,
+    `&lt;` a `<` (Table 4's `<SIM95>`)."""
+    cell = cell.replace("\\|", "|").replace("`", "").replace("**", "").replace("&lt;", "<")
     return " ".join(cell.split())
 
 
