@@ -560,33 +560,41 @@ CLAIMS_LEGEND = (
 )
 
 
-def result_page(root: Path, name: str) -> Path | None:
-    """The page that shows result `name`, for a claims table to link to: of the pages
-    holding its marker, the one whose heading carries its `{#name}` anchor (a results
-    page, not the README's or a guide's copy of its table), else the first; None if none."""
-    holding = []
+def result_pages(root: Path) -> dict[str, Path]:
+    """{result name: the page that shows it}, for the claims tables' links, from one read of
+    the pages: of the pages holding a result's marker, the one whose heading carries its
+    `{#name}` anchor (a results page, not the README's or a guide's copy), else the first."""
+    anchored: dict[str, Path] = {}
+    first: dict[str, Path] = {}
     for page in pages(root):
         text = page.read_text(encoding="utf-8") if page.is_file() else ""
-        if any(m.group(1) == name for m in MARKER.finditer(text)):
-            holding.append((page, f"{{#{name}}}" in text))
-    return next((p for p, anchored in holding if anchored), holding[0][0] if holding else None)
+        for name in {m.group(1) for m in MARKER.finditer(text)}:
+            first.setdefault(name, page)
+            if f"{{#{name}}}" in text:
+                anchored.setdefault(name, page)
+    return first | anchored
 
 
-def _result_links(root: Path, page: Path, names: list[str]) -> str:
+def result_page(root: Path, name: str) -> Path | None:
+    """The page that shows result `name`; None if no page does."""
+    return result_pages(root).get(name)
+
+
+def _result_links(shown: dict[str, Path], page: Path, names: list[str]) -> str:
     """Each name linked to its result's page, relative to `page`; a name no page shows, plain."""
     links = []
     for name in names:
-        shown = result_page(root, name)
-        rel = "" if shown in (None, page) else Path(os.path.relpath(shown, page.parent)).as_posix()
-        links.append(name if shown is None else f"[{name}]({rel}#{name})")
+        where = shown.get(name)
+        rel = "" if where in (None, page) else Path(os.path.relpath(where, page.parent)).as_posix()
+        links.append(name if where is None else f"[{name}]({rel}#{name})")
     return ", ".join(links)
 
 
 def render_claims(root: Path, page: Path | None = None) -> str:
     """Every paper claim a committed result tested, one row each: the results page's
     opening table (`page`: the page it is rendered on, by default RESULTS_PAGE)."""
-    page = page or root / RESULTS_PAGE
-    table = [[cells[0], _result_links(root, page, names), *cells[1:]]
+    page, shown = page or root / RESULTS_PAGE, result_pages(root)
+    table = [[cells[0], _result_links(shown, page, names), *cells[1:]]
              for cells, names in _claim_rows(root).items()]  # fmt: skip
     header = ["Claim", "Preset", "Measure", "Δ", "p", "n", "Verdict"]
     return (
@@ -607,12 +615,12 @@ def render_verdicts(root: Path, page: Path | None = None) -> str:
     """The README's opening table (`page`, by default README.md): each claim tested over
     seeds (n ≥ 2 a side), with its verdict; the measures, p-values and readings are on the
     results pages."""
-    page = page or root / "README.md"
+    page, shown = page or root / "README.md", result_pages(root)
     merged: dict[tuple[str, str], list[tuple[str, str]]] = {}  # one row for a claim's tags
     for cells, names in _claim_rows(root).items():
         if "n/a" not in cells[3]:
             claim = BLEU_TAG.sub("<BLEU…>", cells[0])
-            merged.setdefault((claim, _result_links(root, page, names)), []).append(
+            merged.setdefault((claim, _result_links(shown, page, names)), []).append(
                 (cells[0], cells[2], cells[5])
             )
     table = [[rows[0][0] if len(rows) == 1 else claim, links, " / ".join(r[1] for r in rows),
